@@ -1,0 +1,1 @@
+"""Registered problems. Importing this package registers every problem (explicit list, nothing swallowed)."""

@@ -1,0 +1,43 @@
+"""Install t2t-repro: `pip install .` (add `[test]` for the test suite, `[bench]` for benchmark peers)."""
+
+from setuptools import setup
+
+setup(
+    name="t2t-repro",
+    version="0.1.0",
+    description='A TensorFlow 2 / Keras 3 reproduction of "Attention Is All You Need" in the tensor2tensor style.',
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=[
+        "t2t_repro",
+        "t2t_repro.cli",
+        "t2t_repro.model",
+        "t2t_repro.train",
+        "t2t_repro.problems",
+        "t2t_repro.hparams",
+    ],
+    # problems/ and hparams/ live at the top of the repository but install inside the t2t_repro namespace,
+    # so no generic top-level package names land in site-packages.
+    package_dir={
+        "t2t_repro": "t2t_repro",
+        "t2t_repro.problems": "problems",
+        "t2t_repro.hparams": "hparams",
+    },
+    install_requires=[
+        "tensorflow==2.21.*",
+        "tensorflow-text==2.21.*",
+        "keras>=3.10",
+        "tensorflow-datasets",
+        "sacrebleu",
+        "sentencepiece",
+    ],
+    extras_require={
+        "test": ["pytest"],
+    },
+    entry_points={
+        "console_scripts": [
+            "t2t-repro-trainer=t2t_repro.cli.trainer:main",
+        ],
+    },
+)

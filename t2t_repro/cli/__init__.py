@@ -1,0 +1,1 @@
+"""Console scripts: one thin module per `t2t-repro-*` command."""

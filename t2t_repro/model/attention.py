@@ -1,0 +1,135 @@
+"""Multi-head scaled dot-product attention with a key/value cache (section 3.2)."""
+
+import keras
+import tensorflow as tf
+
+# Added to the logits of masked positions. Large enough that exp() underflows to exactly 0 in float32, the
+# paper's "set to -inf" without producing NaN for a row whose every key is masked.
+MASK_VALUE = -1e9
+
+
+def padding_bias(ids, pad_id=0):
+    """Attention bias [batch, 1, 1, length] that masks the keys at padding positions (section 3.2.3)."""
+    mask = tf.cast(tf.equal(ids, pad_id), tf.float32)
+    return mask[:, tf.newaxis, tf.newaxis, :] * MASK_VALUE
+
+
+def causal_bias(length):
+    """Attention bias [1, 1, length, length] that hides future positions from each query (section 3.2.3)."""
+    future = 1.0 - tf.linalg.band_part(tf.ones([length, length]), -1, 0)
+    return future[tf.newaxis, tf.newaxis] * MASK_VALUE
+
+
+def scaled_dot_product_attention(q, k, v, bias=None, weights_dropout=None):
+    """softmax(Q K^T / sqrt(d_k)) V per head (section 3.2.1, equation 1).
+
+    q: [batch, query_length, h, d_k]; k: [batch, key_length, h, d_k]; v: [batch, key_length, h, d_v];
+    bias: additive, broadcastable to [batch, h, query_length, key_length];
+    weights_dropout: optional callable applied to the attention weights before they weigh the values.
+    Returns (output [batch, query_length, h, d_v], weights [batch, h, query_length, key_length]).
+    """
+    logits = tf.einsum("bqhd,bkhd->bhqk", q * (q.shape[-1] ** -0.5), k)
+    if bias is not None:
+        logits += bias
+    weights = tf.nn.softmax(logits)
+    dropped = weights_dropout(weights) if weights_dropout is not None else weights
+    return tf.einsum("bhqk,bkhd->bqhd", dropped, v), weights
+
+
+class MultiHeadAttention(keras.layers.Layer):
+    """Multi-head attention, `Concat(head_1..head_h) W^O` with `head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)`.
+
+    Section 3.2.2, with separate per-head query/key width `d_k` and value width `d_v` (Table 3 rows A, B).
+    The per-head projections are fused into one matrix multiply: Q, K and V together for self-attention,
+    K and V together over the memory for encoder-decoder attention.
+
+    Args:
+        num_heads: h.
+        d_k: query and key width per head.
+        d_v: value width per head.
+        d_model: output width.
+        attention_dropout: dropout rate on the attention weights (0 in the paper).
+        self_attention: True when queries, keys and values come from the same sequence.
+
+    Call arguments:
+        query: [batch, query_length, d_model].
+        memory: [batch, key_length, d_model], the encoder output (encoder-decoder attention only).
+        bias: additive attention bias broadcastable to [batch, h, query_length, key_length].
+        cache: for incremental decoding. Self-attention: {"k", "v"} of the earlier positions, [batch, t, h, d];
+            the new position's keys and values are appended. Encoder-decoder attention: the {"k", "v"} from
+            `memory_kv`, computed once per sentence. With a cache, the call returns (output, new_cache).
+        training: enables dropout.
+
+    Example:
+        >>> layer = MultiHeadAttention(num_heads=8, d_k=64, d_v=64, d_model=512)
+        >>> layer(tf.zeros([2, 5, 512])).shape
+        TensorShape([2, 5, 512])
+    """
+
+    def __init__(self, num_heads, d_k, d_v, d_model, attention_dropout=0.0, self_attention=True, **kwargs):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.d_k = d_k
+        self.d_v = d_v
+        self.d_model = d_model
+        self.attention_dropout = attention_dropout
+        self.self_attention = self_attention
+        keys_values = num_heads * (d_k + d_v)
+        if self_attention:
+            self.qkv_dense = keras.layers.Dense(num_heads * d_k + keys_values, name="qkv")
+        else:
+            self.q_dense = keras.layers.Dense(num_heads * d_k, name="q")
+            self.kv_dense = keras.layers.Dense(keys_values, name="kv")
+        self.output_dense = keras.layers.Dense(d_model, name="output")
+        self.weights_dropout = keras.layers.Dropout(attention_dropout)
+
+    def _split_heads(self, x, depth):
+        shape = tf.shape(x)
+        return tf.reshape(x, [shape[0], shape[1], self.num_heads, depth])
+
+    def _keys_values(self, x):
+        kv = self.kv_dense(x)
+        k, v = tf.split(kv, [self.num_heads * self.d_k, self.num_heads * self.d_v], axis=-1)
+        return {"k": self._split_heads(k, self.d_k), "v": self._split_heads(v, self.d_v)}
+
+    def memory_kv(self, memory):
+        """The encoder-decoder keys and values of `memory`, computed once for incremental decoding."""
+        return self._keys_values(memory)
+
+    def call(self, query, memory=None, bias=None, cache=None, training=None):
+        if self.self_attention:
+            q, k, v = tf.split(
+                self.qkv_dense(query),
+                [self.num_heads * self.d_k, self.num_heads * self.d_k, self.num_heads * self.d_v],
+                axis=-1,
+            )
+            kv = {"k": self._split_heads(k, self.d_k), "v": self._split_heads(v, self.d_v)}
+            if cache is not None:
+                kv = {name: tf.concat([cache[name], kv[name]], axis=1) for name in ("k", "v")}
+        else:
+            q = self.q_dense(query)
+            kv = cache if cache is not None else self._keys_values(memory)
+        heads, _ = scaled_dot_product_attention(
+            self._split_heads(q, self.d_k),
+            kv["k"],
+            kv["v"],
+            bias,
+            weights_dropout=lambda w: self.weights_dropout(w, training=training),
+        )
+        shape = tf.shape(heads)
+        output = self.output_dense(tf.reshape(heads, [shape[0], shape[1], self.num_heads * self.d_v]))
+        if cache is None:
+            return output
+        return output, kv
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            num_heads=self.num_heads,
+            d_k=self.d_k,
+            d_v=self.d_v,
+            d_model=self.d_model,
+            attention_dropout=self.attention_dropout,
+            self_attention=self.self_attention,
+        )
+        return config

@@ -1,0 +1,30 @@
+"""Label-smoothed cross entropy over real (non-padding) target tokens (section 5.4)."""
+
+import tensorflow as tf
+
+from t2t_repro.special_tokens import PAD_ID
+
+
+def label_smoothed_cross_entropy(labels, logits, smoothing):
+    """Sum of the smoothed cross entropy over real target tokens, and the number of those tokens.
+
+    The target distribution is `(1 - smoothing) * one_hot(label) + smoothing / vocab_size`, the uniform
+    smoothing of Szegedy et al. (2016) that section 5.4 cites. Positions whose label is PAD_ID carry no loss.
+    Returning (sum, count) rather than a mean lets replicas and micro-batches be combined exactly; the
+    loss per real target token is sum / count.
+
+    Args:
+        labels: int [batch, length].
+        logits: float [batch, length, vocab_size].
+        smoothing: epsilon_ls.
+    Returns:
+        (loss_sum, token_count), float32 scalars.
+    """
+    logits = tf.cast(logits, tf.float32)
+    vocab_size = tf.cast(tf.shape(logits)[-1], tf.float32)
+    log_probs = tf.nn.log_softmax(logits)
+    true_log_prob = tf.gather(log_probs, labels, batch_dims=2)
+    mean_log_prob = tf.reduce_mean(log_probs, axis=-1)
+    token_loss = -((1.0 - smoothing) * true_log_prob + smoothing * mean_log_prob)
+    weights = tf.cast(tf.not_equal(labels, PAD_ID), tf.float32)
+    return tf.reduce_sum(token_loss * weights), tf.reduce_sum(weights)

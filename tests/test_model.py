@@ -1,0 +1,144 @@
+import math
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2t_repro.model import Transformer
+from t2t_repro.model.attention import MultiHeadAttention, causal_bias, padding_bias, scaled_dot_product_attention
+from t2t_repro.model.embedding import PositionEncoding, TokenEmbedding, sinusoid_position_encoding
+from t2t_repro.model.feed_forward import FeedForward
+from t2t_repro.model.layers import DecoderLayer, EncoderLayer, SublayerConnection
+
+TINY = dict(num_layers=2, d_model=16, d_ff=32, num_heads=4, d_k=4, d_v=6, dropout=0.0)
+
+
+def tiny_model(**overrides):
+    keras.utils.set_random_seed(1)
+    return Transformer(50, **{**TINY, **overrides})
+
+
+def test_causal_mask_gives_zero_weight_to_future_positions():
+    q = tf.random.normal([2, 5, 3, 4])
+    k = tf.random.normal([2, 5, 3, 4])
+    v = tf.random.normal([2, 5, 3, 4])
+    _, weights = scaled_dot_product_attention(q, k, v, causal_bias(5))
+    future = np.triu(np.ones([5, 5]), k=1).astype(bool)
+    assert np.all(weights.numpy()[:, :, future] == 0.0)
+    np.testing.assert_allclose(weights.numpy().sum(-1), 1.0, rtol=1e-6)
+
+
+def test_padding_mask_gives_zero_weight_to_padding():
+    ids = tf.constant([[4, 5, 0, 0]])
+    q = tf.random.normal([1, 4, 2, 4])
+    _, weights = scaled_dot_product_attention(q, q, q, padding_bias(ids))
+    assert np.all(weights.numpy()[..., 2:] == 0.0)
+
+
+def test_attention_is_softmax_of_scaled_dot_products():
+    q, k, v = (tf.random.normal([1, 3, 1, 8]) for _ in range(3))
+    out, _ = scaled_dot_product_attention(q, k, v)
+    logits = q[0, :, 0].numpy() @ k[0, :, 0].numpy().T / math.sqrt(8)
+    expected = tf.nn.softmax(logits).numpy() @ v[0, :, 0].numpy()
+    np.testing.assert_allclose(out[0, :, 0].numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_separate_key_and_value_widths():
+    layer = MultiHeadAttention(num_heads=2, d_k=3, d_v=5, d_model=8)
+    assert layer(tf.zeros([1, 4, 8])).shape == (1, 4, 8)
+    assert layer.qkv_dense.kernel.shape == (8, 2 * (3 + 3 + 5))
+
+
+@pytest.mark.parametrize("pos, dim", [(0, 0), (0, 1), (1, 0), (1, 1), (7, 4), (7, 5), (50, 30), (123, 63)])
+def test_sinusoid_matches_the_paper_formula(pos, dim):
+    d_model = 64
+    table = sinusoid_position_encoding(200, d_model).numpy()
+    i = dim // 2
+    angle = pos / 10000 ** (2 * i / d_model)
+    expected = math.sin(angle) if dim % 2 == 0 else math.cos(angle)
+    assert table[pos, dim] == pytest.approx(expected, abs=1e-5)
+
+
+def test_sinusoid_offset_matches_table():
+    full = sinusoid_position_encoding(10, 8).numpy()
+    np.testing.assert_allclose(sinusoid_position_encoding(3, 8, start=4).numpy(), full[4:7], atol=1e-6)
+
+
+def test_embeddings_are_scaled_and_shared():
+    model = tiny_model()
+    model({"inputs": tf.constant([[3, 1]]), "targets": tf.constant([[4, 1]])})
+    embedding_vars = [w for w in model.weights if "embeddings" in w.path]
+    assert len(embedding_vars) == 1, "source, target and softmax weights must be one matrix"
+    table = model.source_embedding.embeddings.numpy()
+    np.testing.assert_allclose(model.source_embedding(tf.constant([3])).numpy()[0], table[3] * 4.0, rtol=1e-6)
+
+    unshared = tiny_model(shared_embedding=False)
+    unshared({"inputs": tf.constant([[3, 1]]), "targets": tf.constant([[4, 1]])})
+    assert len([w for w in unshared.weights if "embeddings" in w.path]) == 3
+
+
+@pytest.mark.parametrize("overrides", [{}, {"norm_placement": "pre"}, {"position_encoding": "learned"}])
+def test_padded_batch_matches_unpadded_on_real_positions(overrides):
+    model = tiny_model(**overrides)
+    inputs = tf.constant([[5, 6, 7, 1]])
+    targets = tf.constant([[8, 9, 1]])
+    alone = model({"inputs": inputs, "targets": targets}).numpy()
+    padded = model(
+        {
+            "inputs": tf.constant([[5, 6, 7, 1, 0, 0], [9, 8, 7, 6, 5, 1]]),
+            "targets": tf.constant([[8, 9, 1, 0, 0], [4, 4, 4, 4, 1]]),
+        }
+    ).numpy()
+    np.testing.assert_allclose(padded[0, :3], alone[0], atol=1e-5)
+
+
+def test_future_targets_do_not_change_earlier_logits():
+    model = tiny_model()
+    inputs = tf.constant([[5, 6, 1]])
+    a = model({"inputs": inputs, "targets": tf.constant([[8, 9, 10, 1]])}).numpy()
+    b = model({"inputs": inputs, "targets": tf.constant([[8, 9, 30, 31]])}).numpy()
+    np.testing.assert_allclose(a[0, :3], b[0, :3], atol=1e-6)
+    assert not np.allclose(a[0, 3], b[0, 3])
+
+
+@pytest.mark.parametrize("overrides", [{}, {"norm_placement": "pre", "shared_embedding": False}])
+def test_cached_incremental_decoding_equals_full_decoder(overrides):
+    model = tiny_model(**overrides)
+    inputs = tf.constant([[5, 6, 7, 1], [8, 9, 1, 0]])
+    targets = tf.constant([[10, 11, 12, 13, 1], [14, 15, 1, 0, 0]])
+    full = model({"inputs": inputs, "targets": targets}).numpy()
+    memory, memory_bias = model.encode(inputs)
+    cache = model.init_cache(memory, memory_bias)
+    ids = tf.zeros([2], tf.int32)
+    for step in range(targets.shape[1]):
+        logits, cache = model.decode_step(ids, step, cache)
+        np.testing.assert_allclose(logits.numpy(), full[:, step], atol=1e-5)
+        ids = targets[:, step]
+    assert cache["layers"][0]["self"]["k"].shape[1] == targets.shape[1]
+
+
+def test_dropout_is_active_only_in_training():
+    model = tiny_model(dropout=0.5)
+    features = {"inputs": tf.constant([[5, 6, 1]]), "targets": tf.constant([[7, 1]])}
+    np.testing.assert_allclose(model(features).numpy(), model(features).numpy())
+    assert not np.allclose(model(features, training=True).numpy(), model(features, training=True).numpy())
+
+
+LAYERS = [
+    (MultiHeadAttention(num_heads=2, d_k=3, d_v=5, d_model=8, attention_dropout=0.1, self_attention=False), None),
+    (TokenEmbedding(vocab_size=20, d_model=8), None),
+    (PositionEncoding(d_model=8, kind="learned", max_position=30), None),
+    (FeedForward(d_model=8, d_ff=16, relu_dropout=0.2), None),
+    (SublayerConnection(dropout=0.2, norm_placement="pre", layer_norm_epsilon=1e-5), None),
+    (EncoderLayer(8, 16, 2, 4, 4, dropout=0.2, norm_placement="pre"), None),
+    (DecoderLayer(8, 16, 2, 3, 5, attention_dropout=0.1, relu_dropout=0.1), None),
+    (Transformer(40, **{**TINY, "shared_embedding": False, "position_encoding": "learned"}), None),
+]
+
+
+@pytest.mark.parametrize("layer", [layer for layer, _ in LAYERS], ids=lambda layer: type(layer).__name__)
+def test_get_config_round_trip(layer):
+    config = layer.get_config()
+    rebuilt = type(layer).from_config(config)
+    assert rebuilt.get_config() == config

@@ -1,0 +1,62 @@
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2t_repro import registry
+from t2t_repro.train.loss import label_smoothed_cross_entropy
+from t2t_repro.train.optimizer import make_optimizer
+from t2t_repro.train.schedule import NoamSchedule, paper_learning_rate
+
+
+@pytest.mark.parametrize("step", [1, 2, 100, 3999, 4000, 4001, 100_000])
+def test_schedule_matches_formula(step):
+    schedule = NoamSchedule(d_model=512, warmup_steps=4000)
+    expected = 512**-0.5 * min(step**-0.5, step * 4000**-1.5)
+    # Keras passes the number of updates already made: the paper's step 1 is iterations 0.
+    assert float(schedule(step - 1)) == pytest.approx(expected, rel=1e-6)
+    assert paper_learning_rate(step, 512) == pytest.approx(expected, rel=1e-12)
+
+
+def test_schedule_peaks_at_warmup():
+    assert paper_learning_rate(4000, 512) == pytest.approx(512**-0.5 * 4000**-0.5)
+    assert paper_learning_rate(4000, 512) > paper_learning_rate(3999, 512)
+    assert paper_learning_rate(4000, 512) > paper_learning_rate(4001, 512)
+
+
+def test_optimizer_is_the_papers_adam():
+    optimizer = make_optimizer(registry.get_hparams("transformer_base"))
+    assert (optimizer.beta_1, optimizer.beta_2, optimizer.epsilon) == (0.9, 0.98, 1e-9)
+    assert float(optimizer.learning_rate) == pytest.approx(paper_learning_rate(1, 512))
+
+
+def test_label_smoothing_against_hand_computation():
+    logits = np.array([[[2.0, 1.0, 0.0, -1.0], [0.5, 0.5, 3.0, 0.0]]], np.float32)
+    labels = np.array([[1, 2]])
+    eps, vocab = 0.1, 4
+    expected = 0.0
+    for position, label in enumerate(labels[0]):
+        log_p = logits[0, position] - math.log(np.exp(logits[0, position]).sum())
+        target = np.full(vocab, eps / vocab)
+        target[label] += 1 - eps
+        expected += -(target * log_p).sum()
+    total, count = label_smoothed_cross_entropy(tf.constant(labels), tf.constant(logits), eps)
+    assert float(count) == 2.0
+    assert float(total) == pytest.approx(expected, rel=1e-5)
+
+
+def test_padding_carries_no_loss():
+    logits = tf.random.normal([1, 3, 7])
+    total, count = label_smoothed_cross_entropy(tf.constant([[3, 1, 0]]), logits, 0.1)
+    head_total, head_count = label_smoothed_cross_entropy(tf.constant([[3, 1]]), logits[:, :2], 0.1)
+    assert float(count) == 2.0 == float(head_count)
+    assert float(total) == pytest.approx(float(head_total), rel=1e-6)
+
+
+def test_no_smoothing_is_plain_cross_entropy():
+    logits = tf.random.normal([2, 3, 5])
+    labels = tf.constant([[1, 2, 3], [4, 1, 2]])
+    total, count = label_smoothed_cross_entropy(labels, logits, 0.0)
+    plain = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
+    assert float(total / count) == pytest.approx(float(tf.reduce_mean(plain)), rel=1e-5)
