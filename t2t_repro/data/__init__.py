@@ -1,0 +1,1 @@
+"""Data: the Problem base class, vocabularies, TFRecord I/O, token-budget batching, PTB trees."""

@@ -1,0 +1,1 @@
+"""Decoding: cached beam search and decoding text files."""

@@ -1,0 +1,1 @@
+"""Serving: SavedModel export with the tokenizer in the graph, and a TF Serving-compatible REST server."""
