@@ -1,6 +1,6 @@
 """Install t2t-repro: `pip install .` (add `[test]` for the test suite, `[bench]` for benchmark peers)."""
 
-from setuptools import setup
+from setuptools import find_packages, setup
 
 setup(
     name="t2t-repro",
@@ -9,14 +9,7 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
-    packages=[
-        "t2t_repro",
-        "t2t_repro.cli",
-        "t2t_repro.model",
-        "t2t_repro.train",
-        "t2t_repro.problems",
-        "t2t_repro.hparams",
-    ],
+    packages=find_packages(include=["t2t_repro", "t2t_repro.*"]) + ["t2t_repro.problems", "t2t_repro.hparams"],
     # problems/ and hparams/ live at the top of the repository but install inside the t2t_repro namespace,
     # so no generic top-level package names land in site-packages.
     package_dir={
@@ -34,10 +27,16 @@ setup(
     ],
     extras_require={
         "test": ["pytest"],
+        "bench": ["keras-hub"],
     },
     entry_points={
         "console_scripts": [
             "t2t-repro-trainer=t2t_repro.cli.trainer:main",
+            "t2t-repro-datagen=t2t_repro.cli.datagen:main",
+            "t2t-repro-decoder=t2t_repro.cli.decoder:main",
+            "t2t-repro-avg-checkpoints=t2t_repro.cli.avg_checkpoints:main",
+            "t2t-repro-bleu=t2t_repro.cli.bleu:main",
+            "t2t-repro-evalb=t2t_repro.cli.evalb:main",
         ],
     },
 )
