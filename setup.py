@@ -24,6 +24,7 @@ setup(
         "tensorflow-datasets",
         "sacrebleu",
         "sentencepiece",
+        "sacremoses",
     ],
     extras_require={
         "test": ["pytest"],
