@@ -142,3 +142,17 @@ def test_get_config_round_trip(layer):
     config = layer.get_config()
     rebuilt = type(layer).from_config(config)
     assert rebuilt.get_config() == config
+
+
+def test_checkpoint_round_trip_restores_every_weight(tmp_path):
+    model = tiny_model()
+    features = {"inputs": tf.constant([[5, 6, 1]]), "targets": tf.constant([[7, 1]])}
+    expected = model(features).numpy()
+    path = tf.train.Checkpoint(model=model).save(str(tmp_path / "ckpt"))
+    saved = {name for name, _ in tf.train.list_variables(path) if name.startswith("model/")}
+    assert len(saved) == len(model.weights)
+    keras.utils.set_random_seed(2)
+    fresh = Transformer(50, **TINY)
+    fresh(features)
+    tf.train.Checkpoint(model=fresh).restore(path).assert_existing_objects_matched()
+    np.testing.assert_allclose(fresh(features).numpy(), expected, atol=1e-6)

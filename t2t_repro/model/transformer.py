@@ -113,8 +113,9 @@ class Transformer(keras.Model):
             norm_placement=norm_placement,
             layer_norm_epsilon=layer_norm_epsilon,
         )
-        self.encoder_layers = [EncoderLayer(**layer_args, name=f"encoder_{i}") for i in range(num_layers)]
-        self.decoder_layers = [DecoderLayer(**layer_args, name=f"decoder_{i}") for i in range(num_layers)]
+        # Tuples, not lists: tf.train.Checkpoint does not see into the lists Keras 3 tracks, but does into tuples.
+        self.encoder_layers = tuple(EncoderLayer(**layer_args, name=f"encoder_{i}") for i in range(num_layers))
+        self.decoder_layers = tuple(DecoderLayer(**layer_args, name=f"decoder_{i}") for i in range(num_layers))
         # Pre-norm stacks end with a normalization; post-norm layers already end normalized.
         if norm_placement == "pre":
             self.encoder_norm = keras.layers.LayerNormalization(epsilon=layer_norm_epsilon, name="encoder_norm")
