@@ -1,0 +1,147 @@
+"""The paper's BLEU: sacreBLEU equality, Moses tokenization, compound splitting, and the t2t-repro-bleu CLI."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import sacrebleu
+
+from t2t_repro.errors import UserError
+from t2t_repro.evaluate.bleu import corpus_bleu, file_bleu, moses_tokenize, read_lines, split_compounds
+
+HYPOTHESES = [
+    "Der Hund-Besitzer ging gestern nach Hause.",
+    'Er sagte: "Das kostet 3,50 Euro."',
+    "Das E-Mail-Konto ist voll, aber die Festplatte nicht.",
+    "Die Regierung hat am Montag neue Regeln beschlossen.",
+]
+REFERENCES = [
+    "Der Hundebesitzer ging gestern nach Hause.",
+    'Er sagte: "Es kostet 3,50 Euro."',
+    "Das E-Mail-Konto ist voll, die Festplatte aber nicht.",
+    "Die Regierung hat am Montag neue Regeln verabschiedet.",
+]
+
+
+def _write(path, lines):
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def files(tmp_path):
+    return _write(tmp_path / "hyp.de", HYPOTHESES), _write(tmp_path / "ref.de", REFERENCES)
+
+
+def _run(module, *args):
+    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_sacrebleu_score_and_signature_equal_the_library():
+    scores = corpus_bleu(HYPOTHESES, REFERENCES)
+    metric = sacrebleu.BLEU()
+    expected = metric.corpus_score(HYPOTHESES, [REFERENCES])
+    assert scores["sacrebleu"] == pytest.approx(expected.score, abs=1e-9)
+    assert scores["signature"] == metric.get_signature().format()
+    assert "tok:13a" in scores["signature"] and "case:mixed" in scores["signature"]
+
+
+def test_moses_tokenization_by_hand():
+    assert moses_tokenize('Er sagte: "Das kostet 3,50 Euro."') == "Er sagte : &quot; Das kostet 3,50 Euro . &quot;"
+    # tokenizer.perl without -a keeps hyphenated compounds together; abbreviations keep their periods.
+    assert moses_tokenize("Die Hund-Besitzer (z.B. Herr Müller) kamen.") == (
+        "Die Hund-Besitzer ( z.B. Herr Müller ) kamen ."
+    )
+
+
+def test_compound_splitting_by_hand():
+    assert split_compounds("Das E-Mail-Konto ist voll .") == "Das E ##AT##-##AT## Mail ##AT##-##AT## Konto ist voll ."
+    # A lone dash and a trailing hyphen are not compounds.
+    assert split_compounds("a - b x-") == "a - b x-"
+    # Perl's s{(\S)-(\S)}{...}g does not overlap matches; the recipe's result is kept as it is.
+    assert split_compounds("a-b-c") == "a ##AT##-##AT## b-c"
+
+
+def test_tokenized_bleu_is_multi_bleu_on_pre_tokenized_text():
+    # hypothesis "a b c d e" against "a b c d f": precisions 4/5, 3/4, 2/3, 1/2, no brevity penalty.
+    scores = corpus_bleu(["a b c d e"], ["a b c d f"])
+    assert scores["tokenized"] == pytest.approx(100 * (4 / 5 * 3 / 4 * 2 / 3 * 1 / 2) ** 0.25)
+    # multi-bleu.perl gives 0 when an n-gram order has no match (sacreBLEU's default would smooth it).
+    assert corpus_bleu(["a b x c"], ["a b y c"])["tokenized"] == 0.0
+
+
+def test_tokenized_figures_follow_the_recipe():
+    scores = corpus_bleu(HYPOTHESES, REFERENCES, lang="de")
+    tokenized_hyps = [moses_tokenize(line, "de") for line in HYPOTHESES]
+    tokenized_refs = [moses_tokenize(line, "de") for line in REFERENCES]
+    split_hyps = [split_compounds(line) for line in tokenized_hyps]
+    split_refs = [split_compounds(line) for line in tokenized_refs]
+
+    def multi_bleu(hyps, refs, lowercase=False):
+        metric = sacrebleu.BLEU(tokenize="none", smooth_method="none", lowercase=lowercase, force=True)
+        return metric.corpus_score(hyps, [refs]).score
+
+    assert scores["tokenized"] == pytest.approx(multi_bleu(tokenized_hyps, tokenized_refs))
+    assert scores["tokenized_uncased"] == pytest.approx(multi_bleu(tokenized_hyps, tokenized_refs, True))
+    assert scores["tokenized_compound_split"] == pytest.approx(multi_bleu(split_hyps, split_refs))
+    assert scores["tokenized_compound_split_uncased"] == pytest.approx(multi_bleu(split_hyps, split_refs, True))
+    # Splitting "E-Mail-Konto" into matching pieces raises the score: the figures really differ.
+    assert scores["tokenized_compound_split"] > scores["tokenized"]
+
+
+def test_case_matters_only_to_the_cased_figures():
+    scores = corpus_bleu(["das ist gut ."], ["Das ist gut ."])
+    assert scores["tokenized_uncased"] == pytest.approx(100.0)
+    assert scores["tokenized"] < 100.0
+
+
+def test_compound_split_is_german_only():
+    scores = corpus_bleu(["Le chat-huant dort ."], ["Le chat-huant dort ."], lang="fr")
+    assert scores["tokenized"] == pytest.approx(100.0)
+    assert scores["tokenized_compound_split"] is None
+
+
+def test_mismatched_lengths_are_a_user_error(tmp_path):
+    with pytest.raises(UserError, match="2 hypotheses but 1 references"):
+        corpus_bleu(["a", "b"], ["a"])
+    hyp, ref = _write(tmp_path / "h", ["a", "b"]), _write(tmp_path / "r", ["a"])
+    with pytest.raises(UserError, match="line-aligned"):
+        file_bleu(hyp, ref)
+    with pytest.raises(UserError, match="no such file"):
+        read_lines(tmp_path / "missing")
+
+
+def test_file_bleu_reads_lines_like_sacrebleu(files):
+    hyp, ref = files
+    assert read_lines(hyp) == HYPOTHESES
+    assert file_bleu(hyp, ref)["sacrebleu"] == pytest.approx(corpus_bleu(HYPOTHESES, REFERENCES)["sacrebleu"])
+
+
+def test_cli_equals_the_sacrebleu_command_line(files):
+    hyp, ref = files
+    ours = _run("t2t_repro.cli.bleu", f"--translation={hyp}", f"--reference={ref}")
+    theirs = _run("sacrebleu", str(ref), "-i", str(hyp), "-f", "text")
+    assert ours.returncode == 0 and theirs.returncode == 0, ours.stderr + theirs.stderr
+    assert ours.stdout.splitlines()[0] == theirs.stdout.strip()
+    assert "compound split" in ours.stdout
+
+    ours_json = json.loads(_run("t2t_repro.cli.bleu", f"--translation={hyp}", f"--reference={ref}", "--json").stdout)
+    theirs_json = json.loads(_run("sacrebleu", str(ref), "-i", str(hyp), "-w", "4").stdout)
+    assert round(ours_json["sacrebleu"], 4) == theirs_json["score"]
+    assert ours_json["signature"] == theirs_json["signature"]
+    for key in ("sacrebleu", "signature", "tokenized", "tokenized_compound_split", "tokenized_uncased"):
+        assert key in ours_json
+
+
+def test_cli_errors_are_one_line_and_exit_2(files, tmp_path):
+    hyp, ref = files
+    missing = _run("t2t_repro.cli.bleu", f"--translation={tmp_path / 'nope'}", f"--reference={ref}")
+    assert missing.returncode == 2
+    assert len(missing.stderr.strip().splitlines()) == 1 and "no such file" in missing.stderr
+
+    short = _write(tmp_path / "short.de", HYPOTHESES[:2])
+    mismatched = _run("t2t_repro.cli.bleu", f"--translation={short}", f"--reference={ref}", "--json")
+    assert mismatched.returncode == 2
+    assert mismatched.stdout == ""
+    assert len(mismatched.stderr.strip().splitlines()) == 1 and "2 lines" in mismatched.stderr
