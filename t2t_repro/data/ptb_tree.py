@@ -1,0 +1,271 @@
+"""Penn Treebank trees: reading `.mrg` files, the standard clean-up for parsing, and the linearisation.
+
+The parsing experiments (section 6.3) cast parsing as sequence-to-sequence translation, as in Vinyals, Kaiser
+et al. 2014, "Grammar as a Foreign Language": the source is the sentence's words, the target the tree written
+as bracket-label tokens. We keep the part-of-speech tags in the target, in the place of the words (the style of
+that paper's Figure 1 and of tensor2tensor's WSJ problem):
+
+    (S (NP (NNP John)) (VP (VBZ has) (NP (DT a) (NN dog))) (. .))
+    -> (S (NP NNP )NP (VP VBZ (NP DT NN )NP )VP . )S
+
+so `linearise` followed by `delinearise` onto the same words gives back the same tree, tags included, and a
+decoded tree carries the tags that EVALB uses to drop punctuation. `linearise(tree, tags=False)` writes the
+placeholder XX instead of each tag; `delinearise` reads both forms.
+
+`delinearise` always returns a well-formed tree on exactly the input words, whatever the model emitted:
+closers close the innermost open constituent (the opener's label wins over a mismatched closer's), surplus
+closers are ignored, unclosed constituents are closed at the end, word slots beyond the sentence are dropped,
+constituents left without words are pruned, and words the output has no slot for are attached, in order, at
+the end of the sentence-level constituent. Output that is not one constituent is held together by a TOP node,
+which EVALB does not score.
+"""
+
+import dataclasses
+import os
+import re
+
+from t2t_repro.errors import UserError
+
+PLACEHOLDER_TAG = "XX"
+ROOT_LABEL = "TOP"
+EMPTY_ELEMENT_TAG = "-NONE-"
+_TOKEN = re.compile(r"\(|\)|[^\s()]+")
+_FUNCTION_TAG_SEPARATOR = re.compile(r"[-=]")
+
+
+@dataclasses.dataclass
+class Tree:
+    """A constituent: a label and children. A preterminal has exactly one child, its word (a str)."""
+
+    label: str
+    children: list
+
+    @classmethod
+    def preterminal(cls, tag, word):
+        return cls(tag, [word])
+
+    def is_preterminal(self):
+        return len(self.children) == 1 and isinstance(self.children[0], str)
+
+    def preterminals(self):
+        """The (tag, word) pairs of the sentence, left to right."""
+        return [(node.label, node.children[0]) for event, node in walk(self) if event == LEAF]
+
+    def words(self):
+        return [word for _, word in self.preterminals()]
+
+    def tags(self):
+        return [tag for tag, _ in self.preterminals()]
+
+    def to_ptb(self):
+        """The one-line Penn Treebank string, e.g. "(S (NP (NNP John)) (VP (VBZ runs)))"."""
+        parts = []
+        for event, node in walk(self):
+            if event == CLOSE:
+                parts.append(")")
+                continue
+            if parts:
+                parts.append(" ")
+            parts.append(f"({node.label}" if event == OPEN else f"({node.label} {node.children[0]})")
+        return "".join(parts)
+
+    def __str__(self):
+        return self.to_ptb()
+
+
+OPEN, LEAF, CLOSE = "open", "leaf", "close"
+
+
+def walk(tree):
+    """Yields (OPEN, node), (LEAF, preterminal) and (CLOSE, node) events in reading order, without recursion."""
+    stack = [(tree, False)]
+    while stack:
+        node, closing = stack.pop()
+        if closing:
+            yield CLOSE, node
+        elif node.is_preterminal():
+            yield LEAF, node
+        else:
+            yield OPEN, node
+            stack.append((node, True))
+            stack.extend((child, False) for child in reversed(node.children))
+
+
+# Reading ------------------------------------------------------------------------------------------------------
+
+
+def parse_trees(text, source="<string>"):
+    """Parses every bracketed tree in `text` (one per line or spread over lines, as in .mrg files).
+
+    Lines starting with "*x*" between trees (the Treebank's copyright headers) are skipped. A malformed tree
+    raises UserError naming `source` and the line."""
+    trees = []
+    frames = []  # open constituents: [label or None, children, word or None, line]
+    for line_number, line in enumerate(text.splitlines(), start=1):
+        if not frames and line.startswith("*x*"):
+            continue
+        for match in _TOKEN.finditer(line):
+            token = match.group()
+            where = f"{source}:{line_number}"
+            if token == "(":
+                if frames and frames[-1][2] is not None:
+                    raise UserError(f"{where}: constituent ({frames[-1][0]} {frames[-1][2]} ...) has both a word "
+                                    "and sub-constituents")
+                if frames and frames[-1][0] is None:
+                    frames[-1][0] = ""
+                frames.append([None, [], None, line_number])
+            elif token == ")":
+                if not frames:
+                    raise UserError(f"{where}: unbalanced brackets: ')' without a matching '('")
+                label, children, word, _ = frames.pop()
+                label = label or ""
+                if word is not None:
+                    node = Tree.preterminal(label, word)
+                elif children:
+                    node = Tree(label, children)
+                else:
+                    raise UserError(f"{where}: empty constituent '({label})'")
+                if frames:
+                    frames[-1][1].append(node)
+                else:
+                    trees.append(node)
+            elif not frames:
+                raise UserError(f"{where}: text {token!r} outside any tree")
+            elif frames[-1][0] is None:
+                frames[-1][0] = token
+            elif frames[-1][1]:
+                raise UserError(f"{where}: word {token!r} beside sub-constituents in ({frames[-1][0]} ...)")
+            elif frames[-1][2] is not None:
+                raise UserError(f"{where}: more than one word in ({frames[-1][0]} {frames[-1][2]} {token} ...)")
+            else:
+                frames[-1][2] = token
+    if frames:
+        raise UserError(f"{source}:{frames[0][3]}: unbalanced brackets: the tree opened here is never closed")
+    return trees
+
+
+def parse_tree(text, source="<string>"):
+    """Parses a string that holds exactly one tree."""
+    trees = parse_trees(text, source)
+    if len(trees) != 1:
+        raise UserError(f"{source}: expected one tree, found {len(trees)}")
+    return trees[0]
+
+
+def read_text(path):
+    """A tree file's text; an unreadable file raises UserError."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError as error:
+        raise UserError(f"cannot read tree file {os.fspath(path)}: {error.strerror}") from error
+
+
+def read_trees(path):
+    """Every tree of a file (a .mrg file or one tree per line), as written (no clean-up)."""
+    return parse_trees(read_text(path), source=os.fspath(path))
+
+
+# Clean-up for parsing -----------------------------------------------------------------------------------------
+
+
+def strip_function_tags(label):
+    """NP-SBJ-1 -> NP, NP=2 -> NP; labels that start with '-' (-NONE-, -LRB-) are kept whole."""
+    if label.startswith("-"):
+        return label
+    return _FUNCTION_TAG_SEPARATOR.split(label, maxsplit=1)[0]
+
+
+def clean_tree(tree):
+    """The standard preparation of a Treebank tree for parsing: drop -NONE- empty elements (traces), prune the
+    constituents left without words, strip function tags and indices from labels, and remove the unlabelled
+    (or TOP) wrapper around a single constituent. Returns None when no word is left."""
+    node = _clean(tree)
+    while node is not None and node.label in ("", ROOT_LABEL) and len(node.children) == 1 \
+            and not node.is_preterminal() and not node.children[0].is_preterminal():
+        node = node.children[0]
+    if node is not None and node.label == "":
+        node.label = ROOT_LABEL
+    return node
+
+
+def _clean(node):
+    if node.is_preterminal():
+        return None if node.label == EMPTY_ELEMENT_TAG else Tree.preterminal(node.label, node.children[0])
+    children = [child for child in (_clean(c) for c in node.children) if child is not None]
+    return Tree(strip_function_tags(node.label), children) if children else None
+
+
+def read_treebank_file(path):
+    """The cleaned trees of a Treebank file (see `clean_tree`), skipping trees with no words."""
+    return [tree for tree in (clean_tree(t) for t in read_trees(path)) if tree is not None]
+
+
+# Linearisation ------------------------------------------------------------------------------------------------
+
+
+def linearise(tree, tags=True):
+    """The tree as bracket-label tokens: "(NP" opens, ")NP" closes, and each word is replaced by its
+    part-of-speech tag (or by PLACEHOLDER_TAG with tags=False). Returns a list of tokens."""
+    tokens = []
+    for event, node in walk(tree):
+        if event == OPEN:
+            tokens.append("(" + node.label)
+        elif event == LEAF:
+            tokens.append(node.label if tags else PLACEHOLDER_TAG)
+        else:
+            tokens.append(")" + node.label)
+    return tokens
+
+
+def is_opener(token):
+    return len(token) > 1 and token[0] == "("
+
+
+def is_closer(token):
+    return token[:1] == ")"
+
+
+def looks_linearised(text):
+    """True when `text` reads as a linearised tree (labelled closers such as ")NP") rather than a PTB string."""
+    return any(is_closer(token) and len(token) > 1 and token[1] != ")" for token in text.split())
+
+
+def delinearise(tokens, words, tags=None):
+    """Builds a well-formed tree on `words` from linearised `tokens` (a list or a space-separated string),
+    repairing whatever is broken (see the module docstring). Each word's tag is its slot's token; `tags` (one
+    per word, optional) supplies the tag where the slot holds the placeholder XX or the output has no slot."""
+    if isinstance(tokens, str):
+        tokens = tokens.split()
+    words = list(words)
+    if tags is not None and len(tags) != len(words):
+        raise ValueError(f"{len(tags)} tags for {len(words)} words")
+    root = Tree(ROOT_LABEL, [])
+    stack = [root]
+    position = 0
+    for token in tokens:
+        if is_opener(token):
+            node = Tree(token[1:], [])
+            stack[-1].children.append(node)
+            stack.append(node)
+        elif is_closer(token):
+            if len(stack) > 1:
+                _close(stack)
+        elif token != "(" and position < len(words):
+            tag = tags[position] if tags is not None and token == PLACEHOLDER_TAG else token
+            stack[-1].children.append(Tree.preterminal(tag, words[position]))
+            position += 1
+    while len(stack) > 1:
+        _close(stack)
+    top = root.children[0] if len(root.children) == 1 and not root.children[0].is_preterminal() else root
+    for index in range(position, len(words)):
+        tag = tags[index] if tags is not None else PLACEHOLDER_TAG
+        top.children.append(Tree.preterminal(tag, words[index]))
+    return top
+
+
+def _close(stack):
+    """Closes the innermost open constituent; one left without words is removed from its parent."""
+    node = stack.pop()
+    if not node.children:
+        stack[-1].children.pop()
