@@ -1,0 +1,152 @@
+"""SentencePiece vocabularies: training one from sentences, and encoding/decoding text with it.
+
+Every vocabulary shares the reserved ids of `t2t_repro.special_tokens` (PAD 0, EOS 1, UNK 2, no BOS), so the
+model, batching and decoding never need to know which vocabulary they run with.
+
+Text round-trips exactly: `vocab.decode(vocab.encode(s)) == s` for any string, because training uses
+
+- the identity normalization (no NFKC: full-width letters, ligatures and compatibility characters stay as
+  they are, so a reference translation is scored on the text it actually has);
+- no collapsing of repeated, leading or trailing whitespace;
+- byte fallback: a character unseen in training becomes its UTF-8 bytes instead of UNK.
+
+    vocab = train_vocabulary(sentences, "/data/wmt_ende/vocab", 37000, "bpe")
+    ids = vocab.encode("Hello world")       # no EOS; the data pipeline appends it
+    text = vocab.decode(ids + [EOS_ID, 5])  # stops at EOS -> "Hello world"
+"""
+
+import io
+import os
+import re
+
+import sentencepiece as spm
+
+from t2t_repro.errors import UserError
+from t2t_repro.special_tokens import EOS_ID, PAD_ID, UNK_ID
+
+MODEL_SUFFIX = ".model"
+VOCAB_SUFFIX = ".vocab"
+MODEL_TYPES = ("bpe", "unigram", "char", "word")
+_TOO_SMALL = re.compile(r"Vocabulary size is smaller than required_chars\. (\d+) vs (\d+)")
+
+
+class Vocabulary:
+    """A trained SentencePiece model with the project's reserved ids.
+
+    Args:
+        model_path: path of a `.model` file written by `train_vocabulary`.
+    """
+
+    def __init__(self, model_path):
+        self.model_path = os.fspath(model_path)
+        try:
+            with open(self.model_path, "rb") as model_file:
+                self.serialized_model = model_file.read()
+        except OSError as error:
+            raise UserError(f"cannot read vocabulary {self.model_path}: {error.strerror}") from None
+        self._processor = spm.SentencePieceProcessor()
+        try:
+            self._processor.LoadFromSerializedProto(self.serialized_model)
+        except RuntimeError:
+            raise UserError(f"{self.model_path} is not a SentencePiece model") from None
+        reserved = (self._processor.pad_id(), self._processor.eos_id(), self._processor.unk_id())
+        if reserved != (PAD_ID, EOS_ID, UNK_ID):
+            raise UserError(
+                f"{self.model_path}: pad/eos/unk ids are {reserved}, expected {(PAD_ID, EOS_ID, UNK_ID)}"
+            )
+
+    @property
+    def vocab_size(self):
+        """Number of ids, reserved ones included: the model's embedding and softmax size."""
+        return self._processor.get_piece_size()
+
+    def encode(self, text):
+        """The ids of `text`, without EOS."""
+        return self._processor.encode(text, out_type=int)
+
+    def encode_batch(self, texts, num_threads=None):
+        """The ids of each string of `texts` (a list), encoded on several threads."""
+        return self._processor.encode(list(texts), out_type=int, num_threads=num_threads or os.cpu_count())
+
+    def decode(self, ids):
+        """The text of `ids`: stops at the first EOS, drops PAD, maps ids outside the vocabulary to UNK."""
+        size = self.vocab_size
+        kept = []
+        for token in ids:
+            token = int(token)
+            if token == EOS_ID:
+                break
+            if token != PAD_ID:
+                kept.append(token if 0 <= token < size else UNK_ID)
+        return self._processor.decode(kept)
+
+    def id_to_piece(self, token):
+        """The piece string of one id (for inspection and tests)."""
+        return self._processor.id_to_piece(int(token))
+
+
+def _atomic_write(path, data):
+    temp_path = f"{path}.tmp-{os.getpid()}"
+    with open(temp_path, "wb") as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(temp_path, path)
+
+
+def train_vocabulary(sentences, model_prefix, vocab_size, model_type, user_defined_symbols=()):
+    """Trains a SentencePiece vocabulary and writes `model_prefix.model` (and a readable `.vocab`) atomically.
+
+    Args:
+        sentences: iterable of strings, the (bounded) training sample; read once.
+        model_prefix: output path without suffix.
+        vocab_size: requested size. A corpus too small for it yields a smaller vocabulary instead of an error
+            (`hard_vocab_limit=false`); a size below the characters the corpus needs is a UserError.
+        model_type: "bpe", "unigram", "char" or "word".
+        user_defined_symbols: strings always kept as single pieces (e.g. parse-tree brackets).
+
+    Returns:
+        the trained `Vocabulary`.
+    """
+    if model_type not in MODEL_TYPES:
+        raise UserError(f"vocabulary model type {model_type!r}: must be one of {', '.join(MODEL_TYPES)}")
+    model_prefix = os.fspath(model_prefix)
+    model = io.BytesIO()
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(sentences),
+            model_writer=model,
+            vocab_size=vocab_size,
+            model_type=model_type,
+            pad_id=PAD_ID,
+            eos_id=EOS_ID,
+            unk_id=UNK_ID,
+            bos_id=-1,
+            user_defined_symbols=list(user_defined_symbols),
+            byte_fallback=True,
+            normalization_rule_name="identity",
+            remove_extra_whitespaces=False,
+            hard_vocab_limit=False,
+            character_coverage=0.9999,
+            train_extremely_large_corpus=False,
+            num_threads=os.cpu_count() or 1,
+            minloglevel=2,
+        )
+    except RuntimeError as error:
+        too_small = _TOO_SMALL.search(str(error))
+        if too_small:
+            raise UserError(
+                f"vocab_size={vocab_size} is smaller than the {too_small.group(2)} characters, bytes and "
+                f"reserved symbols this corpus needs"
+            ) from None
+        if "sentences_.empty()" in str(error) or "all_chars_count" in str(error):
+            raise UserError("cannot train a vocabulary: the training sample holds no text") from None
+        raise
+    model_path = model_prefix + MODEL_SUFFIX
+    _atomic_write(model_path, model.getvalue())
+    vocabulary = Vocabulary(model_path)
+    pieces = "".join(
+        f"{vocabulary.id_to_piece(i)}\t{vocabulary._processor.get_score(i)}\n" for i in range(vocabulary.vocab_size)
+    )
+    _atomic_write(model_prefix + VOCAB_SUFFIX, pieces.encode("utf-8"))
+    return vocabulary
