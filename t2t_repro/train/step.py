@@ -1,0 +1,84 @@
+"""The distributed training step: micro-batches per replica, exact per-token loss, one optimizer update.
+
+Every replica takes `accumulation_steps` micro-batches from the local input iterator; the loss of each is
+summed over its real target tokens and divided by the real target tokens of the whole global batch (all
+replicas, all micro-batches), so the summed gradient is exactly the gradient of the mean loss per real
+target token of the global batch, however the tokens fall across devices and micro-batches. The optimizer
+then makes one update, so the learning-rate schedule counts updates (section 5.3).
+
+We accumulate here rather than with Keras' `gradient_accumulation_steps`, which averages the micro-batches'
+mean gradients and so weights a short micro-batch as much as a long one.
+"""
+
+import tensorflow as tf
+
+from t2t_repro.special_tokens import PAD_ID
+from t2t_repro.train.loss import label_smoothed_cross_entropy
+
+
+def real_tokens(targets):
+    return tf.reduce_sum(tf.cast(tf.not_equal(targets, PAD_ID), tf.float32))
+
+
+def _dense(gradient):
+    return tf.convert_to_tensor(gradient) if isinstance(gradient, tf.IndexedSlices) else gradient
+
+
+class TrainStep:
+    """Callable running one optimizer update under `strategy`; returns (loss per real target token, tokens).
+
+    Args:
+        model: the Transformer (created under strategy.scope()).
+        optimizer: its optimizer (created under strategy.scope()).
+        strategy: a tf.distribute.Strategy.
+        label_smoothing: epsilon_ls.
+        accumulation_steps: micro-batches per replica per update.
+    Call arguments:
+        iterator: a local tf.data iterator of padded {"inputs", "targets"} micro-batches; each call takes
+            replicas x accumulation_steps of them.
+    """
+
+    def __init__(self, model, optimizer, strategy, label_smoothing, accumulation_steps=1):
+        self.model = model
+        self.optimizer = optimizer
+        self.strategy = strategy
+        self.label_smoothing = label_smoothing
+        self.accumulation_steps = accumulation_steps
+        self._step = tf.function(self._distributed_step)
+
+    def _replica_step(self, micro_batches):
+        context = tf.distribute.get_replica_context()
+        local_tokens = tf.add_n([real_tokens(batch["targets"]) for batch in micro_batches])
+        global_tokens = context.all_reduce(tf.distribute.ReduceOp.SUM, local_tokens)
+        variables = self.model.trainable_variables
+        gradients, loss_total = None, 0.0
+        for batch in micro_batches:
+            with tf.GradientTape() as tape:
+                logits = self.model(batch, training=True)
+                loss_sum, _ = label_smoothed_cross_entropy(batch["targets"], logits, self.label_smoothing)
+                scaled = loss_sum / tf.maximum(global_tokens, 1.0)
+            step_gradients = tape.gradient(scaled, variables)
+            if gradients is None:
+                gradients = step_gradients
+            else:
+                gradients = [_dense(a) + _dense(b) for a, b in zip(gradients, step_gradients)]
+            loss_total += loss_sum
+        self.optimizer.apply_gradients(zip(gradients, variables))
+        return loss_total, local_tokens
+
+    def _distributed_step(self, iterator):
+        # This worker's replicas; under multi-worker training each worker feeds its own from its own input.
+        local_replicas = len(self.strategy.extended.worker_devices)
+        micro_batches = [
+            tuple(next(iterator) for _ in range(self.accumulation_steps)) for _ in range(local_replicas)
+        ]
+        per_replica = self.strategy.experimental_distribute_values_from_function(
+            lambda context: micro_batches[context.replica_id_in_sync_group % local_replicas]
+        )
+        loss_sum, tokens = self.strategy.run(self._replica_step, args=(per_replica,))
+        loss_sum = self.strategy.reduce(tf.distribute.ReduceOp.SUM, loss_sum, axis=None)
+        tokens = self.strategy.reduce(tf.distribute.ReduceOp.SUM, tokens, axis=None)
+        return loss_sum / tf.maximum(tokens, 1.0), tokens
+
+    def __call__(self, iterator):
+        return self._step(iterator)
