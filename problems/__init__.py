@@ -1,1 +1,2 @@
 """Registered problems. Importing this package registers every problem (explicit list, nothing swallowed)."""
+from t2t_repro.problems import wsj_parsing  # noqa: F401

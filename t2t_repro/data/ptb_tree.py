@@ -29,6 +29,10 @@ from t2t_repro.errors import UserError
 PLACEHOLDER_TAG = "XX"
 ROOT_LABEL = "TOP"
 EMPTY_ELEMENT_TAG = "-NONE-"
+# Tags of punctuation marks whose Treebank tag is fixed by the word form: given to words that the output has
+# no tag for, so EVALB drops them from test trees as it does from gold trees.
+PUNCTUATION_TAGS = {",": ",", ".": ".", "?": ".", "!": ".", ":": ":", ";": ":", "--": ":", "...": ":",
+                    "``": "``", "''": "''"}
 _TOKEN = re.compile(r"\(|\)|[^\s()]+")
 _FUNCTION_TAG_SEPARATOR = re.compile(r"[-=]")
 
@@ -94,14 +98,14 @@ def walk(tree):
 # Reading ------------------------------------------------------------------------------------------------------
 
 
-def parse_trees(text, source="<string>"):
-    """Parses every bracketed tree in `text` (one per line or spread over lines, as in .mrg files).
+def iter_trees(lines, source="<string>"):
+    """Yields every bracketed tree in `lines` (an iterable of lines: one tree per line or spread over lines, as
+    in .mrg files), one at a time, so a corpus of any size streams in flat memory.
 
     Lines starting with "*x*" between trees (the Treebank's copyright headers) are skipped. A malformed tree
     raises UserError naming `source` and the line."""
-    trees = []
     frames = []  # open constituents: [label or None, children, word or None, line]
-    for line_number, line in enumerate(text.splitlines(), start=1):
+    for line_number, line in enumerate(lines, start=1):
         if not frames and line.startswith("*x*"):
             continue
         for match in _TOKEN.finditer(line):
@@ -128,7 +132,7 @@ def parse_trees(text, source="<string>"):
                 if frames:
                     frames[-1][1].append(node)
                 else:
-                    trees.append(node)
+                    yield node
             elif not frames:
                 raise UserError(f"{where}: text {token!r} outside any tree")
             elif frames[-1][0] is None:
@@ -141,7 +145,11 @@ def parse_trees(text, source="<string>"):
                 frames[-1][2] = token
     if frames:
         raise UserError(f"{source}:{frames[0][3]}: unbalanced brackets: the tree opened here is never closed")
-    return trees
+
+
+def parse_trees(text, source="<string>"):
+    """Every tree in a string (see `iter_trees`), as a list."""
+    return list(iter_trees(text.splitlines(), source))
 
 
 def parse_tree(text, source="<string>"):
@@ -164,6 +172,18 @@ def read_text(path):
 def read_trees(path):
     """Every tree of a file (a .mrg file or one tree per line), as written (no clean-up)."""
     return parse_trees(read_text(path), source=os.fspath(path))
+
+
+def iter_treebank_file(path):
+    """Streams the cleaned trees of a Treebank file (see `clean_tree`), skipping trees with no words."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as lines:
+            for tree in iter_trees(lines, source=os.fspath(path)):
+                tree = clean_tree(tree)
+                if tree is not None:
+                    yield tree
+    except OSError as error:
+        raise UserError(f"cannot read tree file {os.fspath(path)}: {error.strerror}") from error
 
 
 # Clean-up for parsing -----------------------------------------------------------------------------------------
@@ -198,7 +218,7 @@ def _clean(node):
 
 def read_treebank_file(path):
     """The cleaned trees of a Treebank file (see `clean_tree`), skipping trees with no words."""
-    return [tree for tree in (clean_tree(t) for t in read_trees(path)) if tree is not None]
+    return list(iter_treebank_file(path))
 
 
 # Linearisation ------------------------------------------------------------------------------------------------
@@ -233,8 +253,9 @@ def looks_linearised(text):
 
 def delinearise(tokens, words, tags=None):
     """Builds a well-formed tree on `words` from linearised `tokens` (a list or a space-separated string),
-    repairing whatever is broken (see the module docstring). Each word's tag is its slot's token; `tags` (one
-    per word, optional) supplies the tag where the slot holds the placeholder XX or the output has no slot."""
+    repairing whatever is broken (see the module docstring). Each word's tag is its slot's token. Where the
+    slot holds the placeholder XX or the output has no slot for the word, the tag comes from `tags` (one per
+    word) when given, else from PUNCTUATION_TAGS for a punctuation mark, else it is XX."""
     if isinstance(tokens, str):
         tokens = tokens.split()
     words = list(words)
@@ -252,16 +273,21 @@ def delinearise(tokens, words, tags=None):
             if len(stack) > 1:
                 _close(stack)
         elif token != "(" and position < len(words):
-            tag = tags[position] if tags is not None and token == PLACEHOLDER_TAG else token
+            tag = token if token != PLACEHOLDER_TAG else _fill_in_tag(words, tags, position)
             stack[-1].children.append(Tree.preterminal(tag, words[position]))
             position += 1
     while len(stack) > 1:
         _close(stack)
     top = root.children[0] if len(root.children) == 1 and not root.children[0].is_preterminal() else root
     for index in range(position, len(words)):
-        tag = tags[index] if tags is not None else PLACEHOLDER_TAG
-        top.children.append(Tree.preterminal(tag, words[index]))
+        top.children.append(Tree.preterminal(_fill_in_tag(words, tags, index), words[index]))
     return top
+
+
+def _fill_in_tag(words, tags, index):
+    if tags is not None:
+        return tags[index]
+    return PUNCTUATION_TAGS.get(words[index], PLACEHOLDER_TAG)
 
 
 def _close(stack):

@@ -1,0 +1,150 @@
+"""ParsingProblem: constituency parsing as translation from words to linearised trees, scored by EVALB F1.
+
+Section 6.3 of the paper trains the Transformer on the Wall Street Journal part of the Penn Treebank. Each
+example is one cleaned tree (`t2t_repro.data.ptb_tree.clean_tree`: traces and function tags removed):
+
+    source: John has a dog .
+    target: (S (NP NNP )NP (VP VBZ (NP DT NN )NP )VP . )S
+
+The treebank is read from `treebank_dir(tmp_dir, manual_dir)` (by default `--manual_dir`), laid out as LDC
+distributes it (treebank_3/parsed/mrg/wsj): `<dir>/<NN>/wsj_<NNnn>.mrg`, sections 02-21 train, 22 dev and 23
+test. Decoding uses beam 21, alpha 0.3 and at most input length + 300 tokens (section 6.3); the decoded
+sequence is de-linearised onto the source words (always a well-formed tree) and scored with labelled bracket
+F1 under EVALB's COLLINS.prm conventions (`t2t_repro.evaluate.evalb`).
+"""
+
+import os
+import re
+
+from t2t_repro.data import ptb_tree
+from t2t_repro.data.problem import PARSING_DECODE_DEFAULTS
+from t2t_repro.data.text_problem import TextPairProblem
+from t2t_repro.errors import UserError
+
+WSJ_SECTIONS = {"train": tuple(range(2, 22)), "dev": (22,), "test": (23,)}
+
+# The Penn Treebank's phrase labels (function tags stripped) plus TOP, and its part-of-speech tags.
+PHRASE_LABELS = (
+    "ADJP", "ADVP", "CONJP", "FRAG", "INTJ", "LST", "NAC", "NP", "NX", "PP", "PRN", "PRT", "QP", "RRC", "S",
+    "SBAR", "SBARQ", "SINV", "SQ", "UCP", "VP", "WHADJP", "WHADVP", "WHNP", "WHPP", "X", "TOP",
+)
+POS_TAGS = (
+    "CC", "CD", "DT", "EX", "FW", "IN", "JJ", "JJR", "JJS", "LS", "MD", "NN", "NNS", "NNP", "NNPS", "PDT", "POS",
+    "PRP", "PRP$", "RB", "RBR", "RBS", "RP", "SYM", "TO", "UH", "VB", "VBD", "VBG", "VBN", "VBP", "VBZ", "WDT",
+    "WP", "WP$", "WRB", "#", "$", ".", ",", ":", "``", "''", "-LRB-", "-RRB-",
+)
+_WORD_BOUNDARY = "\u2581"  # SentencePiece's whitespace marker
+
+
+def _section_name(section):
+    return f"{section:02d}"
+
+
+def _section_files(tree_dir, section):
+    """The sorted .mrg files of one WSJ section directory (wsj_NNnn.mrg, any case)."""
+    name = _section_name(section)
+    directory = os.path.join(tree_dir, name)
+    pattern = re.compile(rf"wsj_{name}\d\d\.mrg", re.IGNORECASE)
+    try:
+        entries = sorted(os.listdir(directory))
+    except OSError:
+        return []
+    return [os.path.join(directory, entry) for entry in entries if pattern.fullmatch(entry)]
+
+
+def tree_to_pair(tree):
+    """The (source, target) texts of one cleaned tree: its words, and its linearisation."""
+    return " ".join(tree.words()), " ".join(ptb_tree.linearise(tree))
+
+
+class ParsingProblem(TextPairProblem):
+    """English constituency parsing on Penn Treebank trees: words in, linearised tree out, scored by F1."""
+
+    evaluation = "parse_f1"
+    decode_defaults = PARSING_DECODE_DEFAULTS
+    vocab_model_type = "bpe"
+    split_sections = WSJ_SECTIONS
+
+    def treebank_dir(self, tmp_dir, manual_dir):
+        """The directory holding `<NN>/wsj_<NNnn>.mrg`; by default the user's --manual_dir."""
+        return manual_dir
+
+    def _layout(self, tree_dir):
+        ranges = []
+        for split, sections in self.split_sections.items():
+            first, last = _section_name(sections[0]), _section_name(sections[-1])
+            ranges.append(f"{first}-{last} {split}" if len(sections) > 1 else f"{first} {split}")
+        return f"{os.path.join(tree_dir, 'NN', 'wsj_NNnn.mrg')} (sections {', '.join(ranges)})"
+
+    def treebank_files(self, split, tmp_dir, manual_dir):
+        """The .mrg files of a split, in section and file order; missing data raises UserError saying exactly
+        which files are expected where."""
+        tree_dir = self.treebank_dir(tmp_dir, manual_dir)
+        if tree_dir is None:
+            raise UserError(
+                f"problem {self.name} reads the Penn Treebank WSJ .mrg files: pass --manual_dir=DIR with "
+                f"{self._layout('DIR')}, as in LDC's treebank_3/parsed/mrg/wsj"
+            )
+        tree_dir = os.fspath(tree_dir)
+        files, missing = [], []
+        for section in self.split_sections[split]:
+            section_files = _section_files(tree_dir, section)
+            if not section_files:
+                missing.append(_section_name(section))
+            files += section_files
+        if missing:
+            if len(missing) == len(self.split_sections[split]) > 1:
+                missing = [f"{missing[0]}-{missing[-1]}"]
+            raise UserError(
+                f"problem {self.name}: no wsj_NNnn.mrg files for {split} section(s) {', '.join(missing)} under "
+                f"{tree_dir}; expected {self._layout(tree_dir)}"
+            )
+        return files
+
+    def check_raw_data(self, tmp_dir, manual_dir):
+        for split in self.split_sections:
+            self.treebank_files(split, tmp_dir, manual_dir)
+
+    def raw_pairs(self, split, tmp_dir, manual_dir):
+        for path in self.treebank_files(split, tmp_dir, manual_dir):
+            for tree in ptb_tree.iter_treebank_file(path):
+                yield tree_to_pair(tree)
+
+    def vocab_user_symbols(self):
+        """Every bracket token and tag of the Treebank's label set, each kept as one piece. The symbols carry
+        SentencePiece's word-boundary mark, so a target token is one piece (not a boundary piece plus the
+        token) and source words are never cut at a tag's letters. Labels outside the set still encode, as
+        several pieces."""
+        tokens = [f"({label}" for label in PHRASE_LABELS] + [f"){label}" for label in PHRASE_LABELS]
+        return tuple(_WORD_BOUNDARY + token for token in tokens + list(POS_TAGS))
+
+    def postprocess(self, decoded_text, source_text):
+        """The decoded linearised tree, repaired and put onto the source words, as a PTB tree string."""
+        return ptb_tree.delinearise(decoded_text, source_text.split()).to_ptb()
+
+    def evaluate(self, hypotheses, references, sources):
+        """EVALB figures (percentages): {"f1", "precision", "recall", "sentences", ..., "len_le_40": {...}}.
+
+        Hypotheses and references may each be PTB tree strings or linearised trees (the references of
+        `text_pairs` are linearised: they are de-linearised onto the source words, which gives the gold tree
+        back exactly)."""
+        from t2t_repro.evaluate import evalb
+
+        if not len(hypotheses) == len(references) == len(sources):
+            raise ValueError(f"{len(hypotheses)} hypotheses, {len(references)} references, {len(sources)} sources")
+        gold = [_as_tree(reference, source.split()) or ptb_tree.delinearise("", source.split())
+                for reference, source in zip(references, sources)]
+        test = [_as_tree(hypothesis, source.split()) for hypothesis, source in zip(hypotheses, sources)]
+        return evalb.evaluate_trees(gold, test).as_dict()
+
+
+def _as_tree(text, words):
+    """A PTB tree string parsed as it is, or linearised text de-linearised onto `words`; None if empty."""
+    if not text.strip():
+        return None
+    if not ptb_tree.looks_linearised(text):
+        try:
+            return ptb_tree.parse_tree(text)
+        except UserError:
+            pass
+    return ptb_tree.delinearise(text, words)

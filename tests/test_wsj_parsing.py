@@ -1,0 +1,118 @@
+"""The WSJ parsing problems end to end on a tiny fixture treebank: data generation, vocabulary, scoring."""
+
+import pytest
+
+from t2t_repro import registry
+from t2t_repro.data.problem import PARSING_DECODE_DEFAULTS
+from t2t_repro.errors import UserError
+from t2t_repro.problems.wsj_parsing import WsjParsing, WsjParsingSemisup
+
+TEMPLATES = [
+    "( (S (NP-SBJ (NNP {a})) (VP (VBZ sees) (NP (DT the) (NN {b}))) (. .)) )",
+    "( (S (NP-SBJ-1 (DT The) (NN {b})) (VP (VBD wanted) (S (NP-SBJ (-NONE- *-1)) (VP (TO to) (VP (VB go)))))"
+    " (. .)) )",
+    "( (S (`` ``) (NP-SBJ (PRP We)) (VP (VBD gave) (PRT (RP up)) (PP-LOC (IN in) (NP (NNP {a})))) (, ,)"
+    " ('' '') (NP (NNP {a}) (POS 's)) (. .)) )",
+]
+NAMES = ["Mary", "John", "Paris", "Kim", "Ruth"]
+NOUNS = ["dog", "plan", "river", "bank", "idea"]
+
+
+def _write_section(root, section, count):
+    directory = root / f"{section:02d}"
+    directory.mkdir(parents=True)
+    trees = [TEMPLATES[(section + i) % 3].format(a=NAMES[(section + i) % 5], b=NOUNS[(section * 3 + i) % 5])
+             for i in range(count)]
+    (directory / f"wsj_{section:02d}01.mrg").write_text("\n".join(trees) + "\n")
+
+
+@pytest.fixture
+def treebank(tmp_path):
+    root = tmp_path / "treebank"
+    for section in range(2, 24):
+        _write_section(root, section, 2)
+    return root
+
+
+# Section 23 of the fixture: traces, function tags and the outer wrapper are gone; tags replace the words.
+TEST_PAIRS = [
+    ("`` We gave up in Kim , '' Kim 's .",
+     "(S `` (NP PRP )NP (VP VBD (PRT RP )PRT (PP IN (NP NNP )NP )PP )VP , '' (NP NNP POS )NP . )S"),
+    ("Ruth sees the dog .", "(S (NP NNP )NP (VP VBZ (NP DT NN )NP )VP . )S"),
+]
+
+
+class TinyWsj(WsjParsing):
+    vocab_size = 500
+    train_shards = 2
+
+
+class TinySemisup(WsjParsingSemisup):
+    vocab_size = 500
+    train_shards = 2
+
+
+def test_registered_with_the_papers_settings():
+    wsj = registry.get_problem("wsj_parsing")
+    semisup = registry.get_problem("wsj_parsing_semisup")
+    assert (wsj.vocab_size, semisup.vocab_size) == (16_000, 32_000)
+    assert wsj.evaluation == "parse_f1" and wsj.decode_defaults == PARSING_DECODE_DEFAULTS
+    assert (PARSING_DECODE_DEFAULTS.beam_size, PARSING_DECODE_DEFAULTS.alpha) == (21, 0.3)
+    assert PARSING_DECODE_DEFAULTS.extra_length == 300
+
+
+def test_generates_data_and_scores_gold_trees_perfectly(tmp_path, treebank):
+    problem = TinyWsj()
+    summary = problem.generate_data(tmp_path / "data", tmp_path / "tmp", treebank)
+    assert summary["splits"]["train"]["examples"] == 40  # sections 02-21, 2 trees each
+    assert summary["splits"]["dev"]["examples"] == summary["splits"]["test"]["examples"] == 2
+
+    pairs = problem.text_pairs("test", tmp_path / "data")
+    assert pairs == TEST_PAIRS
+    vocabulary = problem.vocabulary(tmp_path / "data")
+    for _, target in pairs:
+        pieces = vocabulary.encode(target)
+        assert len(pieces) == len(target.split())  # every bracket token and tag is one piece
+        assert vocabulary.decode(pieces) == target
+
+    example = next(iter(problem.dataset("train", tmp_path / "data")))
+    assert vocabulary.decode(example["targets"].numpy().tolist()).startswith("(S")
+
+    sources = [source for source, _ in pairs]
+    references = [target for _, target in pairs]
+    hypotheses = [problem.postprocess(target, source) for source, target in pairs]
+    assert all(h.startswith("(S (") for h in hypotheses)
+    assert problem.evaluate(hypotheses, references, sources)["f1"] == pytest.approx(100.0)
+
+    # A truncated output still gives a tree on the source words, and a lower score.
+    broken = [problem.postprocess(" ".join(target.split()[:4]), source) for source, target in pairs]
+    figures = problem.evaluate(broken, references, sources)
+    assert figures["sentences"] == 2 and figures["error_sentences"] == 0
+    assert 0 < figures["f1"] < 100 and figures["len_le_40"]["f1"] == figures["f1"]
+
+
+def test_raw_pairs_are_words_and_linearised_cleaned_trees(treebank):
+    assert list(TinyWsj().raw_pairs("test", None, treebank)) == TEST_PAIRS
+
+
+def test_missing_treebank_says_which_files_are_expected_where(tmp_path, treebank):
+    with pytest.raises(UserError, match=r"--manual_dir=DIR .*NN/wsj_NNnn\.mrg \(sections 02-21 train"):
+        TinyWsj().generate_data(tmp_path / "data", None, None)
+    for path in (treebank / "22").iterdir():
+        path.unlink()
+    with pytest.raises(UserError, match=r"dev section\(s\) 22 under .*treebank"):
+        TinyWsj().generate_data(tmp_path / "data", None, treebank)
+    assert not (tmp_path / "data" / "wsj_parsing").exists()
+
+
+def test_semisupervised_adds_silver_trees_to_train(tmp_path, treebank):
+    with pytest.raises(UserError, match="silver"):
+        TinySemisup().generate_data(tmp_path / "data", None, treebank)
+    silver = treebank / "silver"
+    silver.mkdir()
+    (silver / "berkeley-000.mrg").write_text(
+        "(S (NP (NNP Ruth)) (VP (VBZ sleeps)) (. .))\n(S (NP (PRP It)) (VP (VBZ rains)) (. .))\n"
+    )
+    summary = TinySemisup().generate_data(tmp_path / "data", None, treebank)
+    assert summary["splits"]["train"]["examples"] == 42
+    assert summary["splits"]["test"]["examples"] == 2
