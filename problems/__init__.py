@@ -1,2 +1,4 @@
 """Registered problems. Importing this package registers every problem (explicit list, nothing swallowed)."""
+
+from t2t_repro.problems import wmt  # noqa: F401
 from t2t_repro.problems import wsj_parsing  # noqa: F401

@@ -1,0 +1,49 @@
+"""The paper's WMT 2014 translation problems (PAPER.md "Data"; section 5.1): EN->DE and EN->FR.
+
+Both download through TFDS (`wmt14_translate`, dev newstest2013, test newstest2014) unless `--manual_dir`
+holds the parallel text files; see `t2t_repro.data.translation`.
+"""
+
+from t2t_repro.data.translation import TranslationProblem
+from t2t_repro.registry import register_problem
+
+
+@register_problem
+class WmtEnde(TranslationProblem):
+    """WMT14 English->German (4.5M pairs), shared 37K SentencePiece BPE vocabulary; test newstest2014.
+
+    Section 5.1: "byte-pair encoding, which has a shared source-target vocabulary of about 37000 tokens".
+    The BPE merges are learned on a seeded sample of 2M sentences (1M pairs, both sides), drawn from the
+    whole train split.
+    """
+
+    name = "wmt_ende"
+    source_language = "en"
+    target_language = "de"
+    tfds_name = "wmt14_translate/de-en"
+    vocab_size = 37_000
+    vocab_model_type = "bpe"
+    vocab_sample_sentences = 2_000_000
+    train_shards = 32
+
+
+@register_problem
+class WmtEnfr(TranslationProblem):
+    """WMT14 English->French (36M pairs), shared 32K SentencePiece unigram word-piece vocabulary; test newstest2014.
+
+    Section 5.1: "split tokens into a 32000 word-piece vocabulary", citing GNMT (Wu et al., 2016), whose word
+    pieces (Schuster and Nakajima, 2012) are chosen to maximize the likelihood of the training text under a
+    language model of the pieces. SentencePiece's unigram model (Kudo, 2018) selects its vocabulary by that
+    same likelihood criterion, whereas BPE merges the most frequent pair; so this problem uses "unigram".
+    The vocabulary is trained on a seeded sample of 2M sentences drawn from all 36M pairs, which keeps
+    vocabulary training (the memory peak of datagen) within a few GB.
+    """
+
+    name = "wmt_enfr"
+    source_language = "en"
+    target_language = "fr"
+    tfds_name = "wmt14_translate/fr-en"
+    vocab_size = 32_000
+    vocab_model_type = "unigram"
+    vocab_sample_sentences = 2_000_000
+    train_shards = 128

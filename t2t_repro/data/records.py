@@ -1,0 +1,190 @@
+"""TFRecord shards of (input ids, target ids) examples, their metadata JSON, and completion detection.
+
+A problem's data directory is built in a work directory beside it and renamed into place at the end, with
+`metadata.json` written last, so a directory either is complete or is detected as incomplete and redone:
+
+    data_dir/wmt_ende/
+        vocab.model, vocab.vocab
+        train-00000-of-00032.tfrecord ...    tf.train.Example {"inputs": int64 list, "targets": int64 list}
+        dev-00000-of-00001.tfrecord, test-00000-of-00001.tfrecord
+        metadata.json                        counts, vocabulary size, sha256 and size of every file
+
+Train examples are written round-robin over the shards, so each shard is an even sample of the whole corpus,
+and each shard is then shuffled (seeded), so reading even one shard gives a well-mixed order.
+"""
+
+import hashlib
+import json
+import os
+import random
+import shutil
+
+import tensorflow as tf
+import tqdm
+
+METADATA_FILE = "metadata.json"
+FORMAT_VERSION = 1
+_SHUFFLE_SEED = 1234
+
+
+def shard_names(split, num_shards):
+    """File names of a split's shards: `train-00000-of-00032.tfrecord`, ..."""
+    return [f"{split}-{index:05d}-of-{num_shards:05d}.tfrecord" for index in range(num_shards)]
+
+
+def serialize_example(input_ids, target_ids):
+    """One tf.train.Example holding the two id sequences, serialized."""
+    feature = {
+        "inputs": tf.train.Feature(int64_list=tf.train.Int64List(value=input_ids)),
+        "targets": tf.train.Feature(int64_list=tf.train.Int64List(value=target_ids)),
+    }
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def write_split(directory, split, examples, num_shards, total=None, shuffle=False):
+    """Writes `examples` ((input ids, target ids) pairs) round-robin into `num_shards` shards, with a progress bar.
+
+    Args:
+        directory: output directory (exists).
+        split: split name, the shard file prefix.
+        examples: iterable of (input_ids, target_ids) int sequences; consumed once, streaming.
+        num_shards: number of shard files.
+        total: expected number of examples for the progress bar, if known.
+        shuffle: shuffle each shard after writing (seeded; one shard is held in memory at a time).
+
+    Returns:
+        (shard file names, number of examples written).
+    """
+    names = shard_names(split, num_shards)
+    writers = [tf.io.TFRecordWriter(os.path.join(directory, name)) for name in names]
+    count = 0
+    try:
+        with tqdm.tqdm(examples, total=total, desc=f"writing {split}", unit=" pairs", mininterval=2.0) as bar:
+            for input_ids, target_ids in bar:
+                writers[count % num_shards].write(serialize_example(input_ids, target_ids))
+                count += 1
+            bar.total = count  # `total` may count pairs the caller then dropped
+            bar.refresh()
+    finally:
+        for writer in writers:
+            writer.close()
+    if shuffle:
+        for index, name in enumerate(names):
+            _shuffle_shard(os.path.join(directory, name), random.Random(_SHUFFLE_SEED + index))
+    return names, count
+
+
+def _shuffle_shard(path, rng):
+    records = [record.numpy() for record in tf.data.TFRecordDataset(path)]
+    rng.shuffle(records)
+    temp_path = path + ".shuffling"
+    with tf.io.TFRecordWriter(temp_path) as writer:
+        for record in records:
+            writer.write(record)
+    os.replace(temp_path, path)
+
+
+_FEATURES = {"inputs": tf.io.RaggedFeature(tf.int64), "targets": tf.io.RaggedFeature(tf.int64)}
+
+
+def _parse(record):
+    example = tf.io.parse_single_example(record, _FEATURES)
+    return {key: tf.cast(value, tf.int32) for key, value in example.items()}
+
+
+def read_split(directory, names):
+    """A tf.data.Dataset of {"inputs": int32 [None], "targets": int32 [None]} from the shard files `names`.
+
+    Several shards are read interleaved with a fixed cycle length, so the order (and a checkpointed
+    iterator's position) is the same on every machine."""
+    paths = [os.path.join(directory, name) for name in names]
+    reads = min(8, len(paths)) if len(paths) > 1 else None
+    records = tf.data.TFRecordDataset(paths, buffer_size=1 << 22, num_parallel_reads=reads)
+    return records.map(_parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+
+def file_sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as data:
+        for block in iter(lambda: data.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_metadata(directory, metadata):
+    """Adds the sha256 and size of every file in `directory` to `metadata` and writes it, atomically, last."""
+    files = {}
+    for name in sorted(os.listdir(directory)):
+        path = os.path.join(directory, name)
+        if name != METADATA_FILE and os.path.isfile(path):
+            files[name] = {"sha256": file_sha256(path), "bytes": os.path.getsize(path)}
+    metadata = dict(metadata, format_version=FORMAT_VERSION, files=files)
+    temp_path = os.path.join(directory, METADATA_FILE + ".tmp")
+    with open(temp_path, "w", encoding="utf-8") as out:
+        json.dump(metadata, out, indent=2, sort_keys=True, ensure_ascii=False)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(temp_path, os.path.join(directory, METADATA_FILE))
+    return metadata
+
+
+def read_metadata(directory):
+    """The metadata dict of `directory`, or None when it is missing, unreadable or of another format."""
+    try:
+        with open(os.path.join(directory, METADATA_FILE), encoding="utf-8") as source:
+            metadata = json.load(source)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(metadata, dict) or metadata.get("format_version") != FORMAT_VERSION:
+        return None
+    if not isinstance(metadata.get("files"), dict):
+        return None
+    return metadata
+
+
+def is_complete(directory, verify_checksums=False):
+    """True when `directory` has valid metadata and every file it lists, of the recorded size
+    (and, with `verify_checksums`, the recorded sha256)."""
+    metadata = read_metadata(directory)
+    if metadata is None:
+        return False
+    for name, recorded in metadata["files"].items():
+        path = os.path.join(directory, name)
+        try:
+            if os.path.getsize(path) != recorded["bytes"]:
+                return False
+            if verify_checksums and file_sha256(path) != recorded["sha256"]:
+                return False
+        except (OSError, KeyError, TypeError):
+            return False
+    return True
+
+
+def work_directory(final_directory):
+    """A fresh, empty directory beside `final_directory` to build it in; a leftover of a crashed run is removed.
+
+    One datagen per problem and data_dir at a time: a second one would start over this work directory."""
+    parent, name = os.path.split(os.path.normpath(final_directory))
+    work = os.path.join(parent, f".{name}.incomplete")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    return work
+
+
+def publish(work_directory_path, final_directory):
+    """Renames the finished work directory to `final_directory`, replacing an incomplete one there."""
+    final_directory = os.path.normpath(final_directory)
+    if os.path.lexists(final_directory):
+        parent, name = os.path.split(final_directory)
+        stale = os.path.join(parent, f".{name}.replaced")
+        _remove(stale)
+        os.replace(final_directory, stale)
+        _remove(stale)
+    os.replace(work_directory_path, final_directory)
+
+
+def _remove(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    elif os.path.lexists(path):
+        os.remove(path)

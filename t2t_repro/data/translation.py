@@ -1,0 +1,114 @@
+"""TranslationProblem: a TextPairProblem read from local parallel text files or from a TFDS builder, scored by BLEU.
+
+Raw text comes from, in order:
+
+1. `raw_text_dir(tmp_dir, manual_dir)` (by default `--manual_dir`), a directory of line-aligned plain files
+   `{train,dev,test}.{source_language}` and `{train,dev,test}.{target_language}`, one sentence per line;
+2. otherwise the TFDS builder `tfds_name`, downloaded and prepared in `tmp_dir` (TFDS's default directory when
+   unset): train = "train", dev = "validation" (newstest2013), test = "test" (newstest2014) (PAPER.md "Data").
+"""
+
+import itertools
+import os
+
+from t2t_repro.data.problem import SPLITS, TRANSLATION_DECODE_DEFAULTS
+from t2t_repro.data.text_problem import TextPairProblem
+from t2t_repro.errors import UserError
+
+TFDS_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
+
+
+def _lines(path):
+    """The lines of a UTF-8 file without their line ends; only "\\n" (or "\\r\\n") ends a line."""
+    with open(path, encoding="utf-8", newline="\n") as source:
+        for line in source:
+            line = line[:-1] if line.endswith("\n") else line
+            yield line[:-1] if line.endswith("\r") else line
+
+
+class TranslationProblem(TextPairProblem):
+    """Translation from `source_language` to `target_language`, one shared vocabulary, scored by BLEU."""
+
+    evaluation = "bleu"
+    decode_defaults = TRANSLATION_DECODE_DEFAULTS
+    source_language: str
+    target_language: str
+    tfds_name: str = ""  # e.g. "wmt14_translate/de-en"; empty: local text files only
+
+    def raw_text_dir(self, tmp_dir, manual_dir):
+        """The directory of plain parallel text files to read, or None to use TFDS."""
+        return manual_dir
+
+    def expected_files(self, text_dir):
+        """Paths of the six parallel files a text directory must hold."""
+        languages = (self.source_language, self.target_language)
+        return [os.path.join(text_dir, f"{split}.{language}") for split in SPLITS for language in languages]
+
+    def check_raw_data(self, tmp_dir, manual_dir):
+        text_dir = self.raw_text_dir(tmp_dir, manual_dir)
+        if text_dir is not None:
+            self._check_text_dir(text_dir)
+        elif not self.tfds_name:
+            raise UserError(f"problem {self.name} reads local files only: pass --manual_dir=DIR")
+        else:
+            self._tfds_builder(tmp_dir)  # download now, so a failure shows before any long work
+
+    def _check_text_dir(self, text_dir):
+        missing = [path for path in self.expected_files(text_dir) if not os.path.isfile(path)]
+        if missing:
+            expected = ", ".join(os.path.basename(path) for path in self.expected_files(text_dir))
+            raise UserError(
+                f"{text_dir} lacks {', '.join(os.path.basename(path) for path in missing)}; problem {self.name} "
+                f"expects line-aligned files {expected} there (one sentence per line)"
+            )
+
+    def raw_pairs(self, split, tmp_dir, manual_dir):
+        text_dir = self.raw_text_dir(tmp_dir, manual_dir)
+        if text_dir is not None:
+            return self._file_pairs(split, text_dir)
+        return self._tfds_pairs(split, tmp_dir)
+
+    def _file_pairs(self, split, text_dir):
+        self._check_text_dir(text_dir)
+        source_path = os.path.join(text_dir, f"{split}.{self.source_language}")
+        target_path = os.path.join(text_dir, f"{split}.{self.target_language}")
+        end = object()
+        pairs = itertools.zip_longest(_lines(source_path), _lines(target_path), fillvalue=end)
+        for number, (source, target) in enumerate(pairs, 1):
+            if source is end or target is end:
+                shorter = source_path if source is end else target_path
+                raise UserError(f"{shorter} has fewer lines ({number - 1}) than its parallel file; they must align")
+            yield source, target
+
+    def _tfds_builder(self, tmp_dir):
+        """The prepared TFDS builder; a failed download is a UserError saying how to use local files."""
+        import tensorflow_datasets as tfds
+
+        try:
+            builder = tfds.builder(self.tfds_name, data_dir=tmp_dir)
+            builder.download_and_prepare()
+        except Exception as error:  # network, disk, checksum: whatever failed, the remedy is the same
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            languages = (self.source_language, self.target_language)
+            files = ", ".join(f"{{train,dev,test}}.{language}" for language in languages)
+            raise UserError(
+                f"TFDS could not download or prepare {self.tfds_name} ({type(error).__name__}: {reason}); "
+                f"to use local files instead pass --manual_dir=DIR with line-aligned {files}"
+            ) from None
+        return builder
+
+    def _tfds_pairs(self, split, tmp_dir):
+        import tensorflow_datasets as tfds
+
+        builder = self._tfds_builder(tmp_dir)
+        dataset = builder.as_dataset(split=TFDS_SPLITS[split], shuffle_files=False)
+        for example in tfds.as_numpy(dataset):
+            yield example[self.source_language].decode("utf-8"), example[self.target_language].decode("utf-8")
+
+    def postprocess(self, decoded_text, source_text):
+        return decoded_text
+
+    def evaluate(self, hypotheses, references, sources):
+        from t2t_repro.evaluate.bleu import corpus_bleu
+
+        return {"bleu": corpus_bleu(hypotheses, references, lang=self.target_language)}
