@@ -25,6 +25,7 @@ setup(
         "sacrebleu",
         "sentencepiece",
         "sacremoses",
+        "tensorboard",
     ],
     extras_require={
         "test": ["pytest"],

@@ -60,7 +60,8 @@ def prepare_output_dir(output_dir, hparams, run_info):
     hparams_path = os.path.join(output_dir, HPARAMS_FILE)
     if os.path.exists(hparams_path):
         saved = HParams.from_dict(read_json(hparams_path, "saved hparams"))
-        differing = saved.differing_keys(hparams)
+        # train_steps may grow between sessions: extending a finished run is a restart, not a new experiment.
+        differing = [key for key in saved.differing_keys(hparams) if key != "train_steps"]
         if differing:
             details = ", ".join(f"{k}: saved {getattr(saved, k)!r}, now {getattr(hparams, k)!r}" for k in differing)
             raise UserError(f"{output_dir} holds a run with different hparams ({details}); use a new --output_dir")
@@ -70,8 +71,7 @@ def prepare_output_dir(output_dir, hparams, run_info):
                 f"{output_dir} holds a run of problem {saved_run.problem!r}, not {run_info.problem!r}; "
                 "use a new --output_dir"
             )
-    else:
-        write_json_atomic(hparams_path, hparams.to_dict())
+    write_json_atomic(hparams_path, hparams.to_dict())
     write_json_atomic(os.path.join(output_dir, RUN_FILE), dataclasses.asdict(run_info))
 
 

@@ -62,3 +62,14 @@ def is_chief(strategy):
     if resolver is None or not resolver.task_type:
         return True
     return resolver.task_type == "chief" or (resolver.task_type == "worker" and resolver.task_id == 0)
+
+
+def worker_position(strategy):
+    """(number of workers, this worker's index) for sharding the input: (1, 0) outside multi-worker."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not resolver.task_type:
+        return 1, 0
+    jobs = resolver.cluster_spec().as_dict()
+    workers = len(jobs.get("chief", [])) + len(jobs.get("worker", []))
+    index = resolver.task_id + (len(jobs.get("chief", [])) if resolver.task_type == "worker" else 0)
+    return workers, index
