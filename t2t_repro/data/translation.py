@@ -54,9 +54,14 @@ class TranslationProblem(TextPairProblem):
             self._tfds_builder(tmp_dir)  # download now, so a failure shows before any long work
 
     def _check_text_dir(self, text_dir):
+        expected = ", ".join(os.path.basename(path) for path in self.expected_files(text_dir))
+        if not os.path.isdir(text_dir):
+            raise UserError(
+                f"{text_dir} is not a directory; problem {self.name} expects line-aligned files {expected} "
+                f"there (one sentence per line)"
+            )
         missing = [path for path in self.expected_files(text_dir) if not os.path.isfile(path)]
         if missing:
-            expected = ", ".join(os.path.basename(path) for path in self.expected_files(text_dir))
             raise UserError(
                 f"{text_dir} lacks {', '.join(os.path.basename(path) for path in missing)}; problem {self.name} "
                 f"expects line-aligned files {expected} there (one sentence per line)"

@@ -1,0 +1,142 @@
+"""Datagen: idempotent reuse, interrupted or corrupted data redone, clear errors, and the t2t-repro-datagen CLI."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from t2t_repro.cli import datagen
+from t2t_repro.errors import UserError
+from t2t_repro.registry import get_problem
+
+PAIRS = [("The house is small.", "Das Haus ist klein."), ("Good morning!", "Guten Morgen!"), ("", "Leer.")] * 4
+
+
+@pytest.fixture
+def manual_dir(tmp_path):
+    directory = tmp_path / "manual"
+    directory.mkdir()
+    for split in ("train", "dev", "test"):
+        (directory / f"{split}.en").write_text("".join(s + "\n" for s, _ in PAIRS), encoding="utf-8")
+        (directory / f"{split}.de").write_text("".join(t + "\n" for _, t in PAIRS), encoding="utf-8")
+    return directory
+
+
+def _file_states(directory):
+    return {name: (os.stat(directory / name).st_ino, os.stat(directory / name).st_mtime_ns) for name in os.listdir(directory)}
+
+
+def test_second_run_reuses_without_rewriting(tmp_path, manual_dir):
+    problem = get_problem("wmt_ende")
+    data_dir = tmp_path / "data"
+    first = problem.generate_data(data_dir, manual_dir=manual_dir)
+    before = _file_states(data_dir / "wmt_ende")
+    second = problem.generate_data(data_dir, manual_dir=manual_dir)
+    assert (first["reused"], second["reused"]) == (False, True)
+    assert second["splits"] == first["splits"] and second["vocab_size"] == first["vocab_size"]
+    assert _file_states(data_dir / "wmt_ende") == before
+    assert sorted(os.listdir(data_dir)) == ["wmt_ende"]  # no work directory left behind
+
+
+def test_interrupted_run_is_detected_and_redone(tmp_path, manual_dir):
+    problem = get_problem("wmt_ende")
+    data_dir = tmp_path / "data"
+    partial = data_dir / "wmt_ende"
+    partial.mkdir(parents=True)
+    (partial / "vocab.model").write_bytes(b"half a model")
+    (partial / "train-00000-of-00032.tfrecord").write_bytes(b"\x00" * 10)
+    leftover = data_dir / ".wmt_ende.incomplete"
+    leftover.mkdir()
+    (leftover / "train-00001-of-00032.tfrecord").write_bytes(b"\x01")
+    assert not problem.data_ready(data_dir)
+    with pytest.raises(UserError, match="t2t-repro-datagen --problem=wmt_ende"):
+        problem.dataset("train", data_dir)
+
+    summary = problem.generate_data(data_dir, manual_dir=manual_dir)
+    assert summary["reused"] is False and problem.data_ready(data_dir)
+    assert sorted(os.listdir(data_dir)) == ["wmt_ende"]
+    assert len(list(problem.dataset("train", data_dir))) == summary["splits"]["train"]["examples"] == 8
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip_byte", "drop_metadata", "bad_json"])
+def test_damaged_data_is_not_reused(tmp_path, manual_dir, damage):
+    problem = get_problem("wmt_ende")
+    data_dir = tmp_path / "data"
+    problem.generate_data(data_dir, manual_dir=manual_dir)
+    directory = data_dir / "wmt_ende"
+    shard = directory / "train-00000-of-00032.tfrecord"
+    if damage == "truncate":
+        shard.write_bytes(shard.read_bytes()[:-3])
+    elif damage == "flip_byte":
+        data = bytearray(shard.read_bytes())
+        data[5] ^= 0xFF
+        shard.write_bytes(bytes(data))
+    elif damage == "drop_metadata":
+        (directory / "metadata.json").unlink()
+    else:
+        (directory / "metadata.json").write_text("{not json", encoding="utf-8")
+    assert problem.generate_data(data_dir, manual_dir=manual_dir)["reused"] is False
+    assert problem.generate_data(data_dir, manual_dir=manual_dir)["reused"] is True
+
+
+def test_reading_missing_data_names_the_path_and_the_command(tmp_path):
+    problem = get_problem("wmt_ende")
+    for read in (lambda: problem.vocabulary(tmp_path), lambda: problem.text_pairs("test", tmp_path)):
+        with pytest.raises(UserError) as error:
+            read()
+        assert str(tmp_path / "wmt_ende") in str(error.value)
+        assert f"t2t-repro-datagen --problem=wmt_ende --data_dir={tmp_path}" in str(error.value)
+
+
+def test_unknown_split_and_train_text_are_user_errors(tmp_path, manual_dir):
+    problem = get_problem("wmt_ende")
+    problem.generate_data(tmp_path / "data", manual_dir=manual_dir)
+    with pytest.raises(UserError, match="unknown split 'valid'"):
+        problem.dataset("valid", tmp_path / "data")
+    with pytest.raises(UserError, match="only the dev and test splits"):
+        problem.text_pairs("train", tmp_path / "data")
+
+
+def test_cli_prints_a_one_line_summary(tmp_path, manual_dir, capsys):
+    argv = ["--problem=wmt_ende", f"--data_dir={tmp_path / 'data'}", f"--manual_dir={manual_dir}"]
+    with pytest.raises(SystemExit) as exit_info:
+        datagen.main(argv)
+    assert exit_info.value.code == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("wmt_ende: generated train 8 (4 empty, 0 too long dropped), dev 12, test 12 examples")
+    assert "vocab " in lines[0] and " s, " in lines[0]
+
+    with pytest.raises(SystemExit):
+        datagen.main(argv)
+    assert capsys.readouterr().out.startswith("wmt_ende: reused train 8")
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--data_dir=D"], "the following arguments are required: --problem"),
+        (["--problem=wmt_ende", "--data_dir=D", "--bogus=1"], "unrecognized arguments: --bogus=1"),
+        (["--problem=wmt_endee", "--data_dir=D"], "unknown problem 'wmt_endee' (closest: wmt_ende"),
+        (["--problem=wmt_ende", "--data_dir=D", "--manual_dir=/nonexistent/manual"], "/nonexistent/manual is not a directory"),
+    ],
+)
+def test_cli_errors_are_one_line_with_exit_status_2(tmp_path, argv, message, capsys):
+    argv = [arg.replace("=D", f"={tmp_path / 'data'}") for arg in argv]
+    with pytest.raises(SystemExit) as exit_info:
+        datagen.main(argv)
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1 and ": error: " in captured.err
+    assert message in captured.err
+
+
+def test_console_script_exit_status(tmp_path):
+    script = os.path.join(os.path.dirname(sys.executable), "t2t-repro-datagen")
+    result = subprocess.run([script, f"--data_dir={tmp_path}"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "t2t-repro-datagen: error: the following arguments are required: --problem (see t2t-repro-datagen --help)"
+    ]
