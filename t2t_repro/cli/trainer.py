@@ -43,7 +43,7 @@ def build_parser():
     add("--tpu", default=None, help="TPU address for --strategy=tpu")
     add("--batch_tokens", type=int, default=None, help="global batch per side in tokens (default: the hparams')")
     add("--device_batch_tokens", type=int, default=None,
-        help="tokens one device handles per micro-batch (default: an eighth of the global batch, as on 8 GPUs)")
+        help="tokens per side one device handles per micro-batch (default 4096; sets auto accumulation)")
     add("--gradient_accumulation", default="auto", help="micro-batches per update: auto or a count")
     add("--checkpoint_minutes", type=float, default=10.0, help="write a checkpoint this often (section 6.1)")
     add("--checkpoint_steps", type=int, default=None, help="also write a checkpoint every this many steps")
