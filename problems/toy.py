@@ -1,0 +1,71 @@
+"""The embedded problems, made by code: no download and no data to supply (toy_ende, toy_parsing).
+
+They follow exactly the code paths of the paper's problems: toy_ende is a TranslationProblem reading local
+parallel text files, like wmt_ende with --manual_dir, and toy_parsing is a ParsingProblem reading WSJ-layout
+.mrg files, like wsj_parsing. Only the directory they read is generated, from a fixed seed, under `--tmp_dir`
+(or, without one, `<system temporary directory>/t2t_repro`), and reused by later runs. The generators are
+`t2t_repro.data.toy_language` and `t2t_repro.data.toy_grammar`; `tools/toy_baselines.py` scores the trivial
+baselines toy_ende must be far above.
+"""
+
+import os
+import tempfile
+
+from t2t_repro.data.parsing import ParsingProblem
+from t2t_repro.data.toy_grammar import write_treebank
+from t2t_repro.data.toy_language import write_toy_corpus
+from t2t_repro.data.translation import TranslationProblem
+from t2t_repro.registry import register_problem
+
+
+def generated_dir(tmp_dir, name):
+    """Where a generated corpus lives: `tmp_dir/name`, or `<system temporary directory>/t2t_repro/name`."""
+    base = os.fspath(tmp_dir) if tmp_dir else os.path.join(tempfile.gettempdir(), "t2t_repro")
+    return os.path.join(base, name)
+
+
+@register_problem
+class ToyEnde(TranslationProblem):
+    """Embedded EN->DE-like translation made by code: 100K pairs (reordering, agreement, compounds), 8K BPE.
+
+    A seeded synthetic language pair (`t2t_repro.data.toy_language`): verb-second and verb-final word order,
+    gender, case and adjective agreement, noun compounds (some hyphenated), a few thousand words, sentences
+    of 3-50 tokens; 100,000 train, 2,000 dev and 2,000 test pairs. Copying the source scores about 0 BLEU
+    and a word-by-word dictionary translation about 13 (`tools/toy_baselines.py`).
+    """
+
+    name = "toy_ende"
+    source_language = "en"
+    target_language = "de"
+    vocab_size = 8_000
+    vocab_model_type = "bpe"
+    train_shards = 4
+    seed = 1
+    num_train, num_dev, num_test = 100_000, 2_000, 2_000
+
+    def raw_text_dir(self, tmp_dir, manual_dir):
+        """Generates (once) and returns the directory of {train,dev,test}.{en,de}; `manual_dir` is not used."""
+        directory = generated_dir(tmp_dir, f"{self.name}_seed{self.seed}")
+        return write_toy_corpus(directory, self.seed, self.num_train, self.num_dev, self.num_test)
+
+
+@register_problem
+class ToyParsing(ParsingProblem):
+    """Embedded constituency parsing made by code: ~44K Treebank-style trees in the WSJ layout, 4K BPE.
+
+    Trees of a seeded probabilistic English grammar (`t2t_repro.data.toy_grammar`): nested subordinate,
+    complement and relative clauses (with traces), prepositional phrases, compounds, coordination and
+    punctuation, Penn Treebank labels, function tags and part-of-speech tags; 40,000 train (sections 02-21),
+    1,700 dev (22) and 2,400 test (23) trees, as the WSJ split sizes. Every sentence has one correct tree.
+    """
+
+    name = "toy_parsing"
+    vocab_size = 4_000
+    train_shards = 4
+    seed = 1
+    num_train, num_dev, num_test = 40_000, 1_700, 2_400
+
+    def treebank_dir(self, tmp_dir, manual_dir):
+        """Generates (once) and returns the WSJ-layout directory of .mrg files; `manual_dir` is not used."""
+        directory = generated_dir(tmp_dir, f"{self.name}_seed{self.seed}")
+        return write_treebank(directory, self.seed, self.num_train, self.num_dev, self.num_test)
