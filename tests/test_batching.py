@@ -50,8 +50,10 @@ def _unpad(row):
 
 def test_records_round_trip_every_pair(shards):
     pairs, _, _ = shards
-    read = {(tuple(e["inputs"]), tuple(e["targets"])) for e in _dataset(shards).as_numpy_iterator()}
-    assert read == {(tuple(s), tuple(t)) for s, t in pairs}
+    read = [(tuple(e["inputs"]), tuple(e["targets"])) for e in _dataset(shards).as_numpy_iterator()]
+    written = [(tuple(s), tuple(t)) for s, t in pairs]
+    assert sorted(read) == sorted(written)
+    assert read[:100] != written[:100]  # the train shards are shuffled
 
 
 def test_every_batch_within_its_token_budget_and_no_pair_lost(shards):

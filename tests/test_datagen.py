@@ -24,7 +24,11 @@ def manual_dir(tmp_path):
 
 
 def _file_states(directory):
-    return {name: (os.stat(directory / name).st_ino, os.stat(directory / name).st_mtime_ns) for name in os.listdir(directory)}
+    states = {}
+    for name in os.listdir(directory):
+        stat = os.stat(directory / name)
+        states[name] = (stat.st_ino, stat.st_mtime_ns)
+    return states
 
 
 def test_second_run_reuses_without_rewriting(tmp_path, manual_dir):
@@ -119,7 +123,7 @@ def test_cli_prints_a_one_line_summary(tmp_path, manual_dir, capsys):
         (["--data_dir=D"], "the following arguments are required: --problem"),
         (["--problem=wmt_ende", "--data_dir=D", "--bogus=1"], "unrecognized arguments: --bogus=1"),
         (["--problem=wmt_endee", "--data_dir=D"], "unknown problem 'wmt_endee' (closest: wmt_ende"),
-        (["--problem=wmt_ende", "--data_dir=D", "--manual_dir=/nonexistent/manual"], "/nonexistent/manual is not a directory"),
+        (["--problem=wmt_ende", "--data_dir=D", "--manual_dir=/nonexistent/m"], "/nonexistent/m is not a directory"),
     ],
 )
 def test_cli_errors_are_one_line_with_exit_status_2(tmp_path, argv, message, capsys):

@@ -10,7 +10,8 @@ from t2t_repro.errors import UserError
 from t2t_repro.special_tokens import EOS_ID, PAD_ID, UNK_ID
 
 WORDS = (
-    "the cat sat on a mat über Straße naïve café 東京 日本語 Ελληνικά русский язык 😀 fi ligature ﬁ "
+    "the cat sat on a mat über Straße naïve café 東京 日本語 Ελληνικά русский язык 😀 "
+    "fi ligature ﬁ "
     "full－width ｆｕｌｌ zero\u200bwidth Zürich déjà-vu 中文 עברית العربية"
 ).split()
 

@@ -60,7 +60,11 @@ TRAIN = [
     ("Thank you very much.", "Vielen Dank."),
 ] * 3
 DEV = [("I like tea.", "Ich mag Tee."), ("Where is the station?", "Wo ist der Bahnhof?")]
-TEST = [("The weather is nice.", "Das Wetter ist schön."), ("", ""), ("Zürich is über-expensive.", "Zürich ist sehr teuer.")]
+TEST = [
+    ("The weather is nice.", "Das Wetter ist schön."),
+    ("", ""),
+    ("Zürich is über-expensive.", "Zürich ist sehr teuer."),
+]
 
 
 def test_wmt_ende_from_local_files_counts_drops_and_keeps_test_whole(tmp_path):
@@ -73,7 +77,8 @@ def test_wmt_ende_from_local_files_counts_drops_and_keeps_test_whole(tmp_path):
     assert problem.text_pairs("test", tmp_path / "data") == TEST
     assert problem.text_pairs("dev", tmp_path / "data") == DEV
     vocab = problem.vocabulary(tmp_path / "data")
-    train_targets = {vocab.decode(e["targets"]) for e in problem.dataset("train", tmp_path / "data").as_numpy_iterator()}
+    train = problem.dataset("train", tmp_path / "data").as_numpy_iterator()
+    train_targets = {vocab.decode(example["targets"]) for example in train}
     assert train_targets == {"Das Haus ist klein.", "Die Straße ist lang.", "Guten Morgen!", "Vielen Dank."}
 
 

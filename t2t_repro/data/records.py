@@ -75,7 +75,9 @@ def write_split(directory, split, examples, num_shards, total=None, shuffle=Fals
 
 
 def _shuffle_shard(path, rng):
-    records = [record.numpy() for record in tf.data.TFRecordDataset(path)]
+    records = []
+    for block in tf.data.TFRecordDataset(path).batch(4096).as_numpy_iterator():
+        records.extend(block.tolist())
     rng.shuffle(records)
     temp_path = path + ".shuffling"
     with tf.io.TFRecordWriter(temp_path) as writer:

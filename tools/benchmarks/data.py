@@ -32,7 +32,8 @@ DEFAULT_MAX_BATCHES = 2000
 def add_arguments(parser):
     parser.set_defaults(hparams=DEFAULT_HPARAMS)
     parser.add_argument(
-        "--max_batches", type=int, default=DEFAULT_MAX_BATCHES, help="train batches the padding efficiency is taken over"
+        "--max_batches", type=int, default=DEFAULT_MAX_BATCHES,
+        help="train batches the padding efficiency is taken over",
     )
     parser.add_argument("--tmp_dir", default=None, help="datagen scratch directory (TFDS downloads, toy raw text)")
 
