@@ -1,0 +1,197 @@
+"""Decoding text: input order, the bad-line cases (empty, over-long, invalid UTF-8, failing postprocess),
+the n-best format, and the t2t-repro-decoder command line."""
+
+import logging
+
+import keras
+import pytest
+import tensorflow as tf
+
+from t2t_repro.cli import decoder as decoder_cli
+from t2t_repro.data.problem import DecodeDefaults, Problem
+from t2t_repro.decode.decode_text import decode_file, decode_texts, decode_texts_nbest, read_source_lines
+from t2t_repro.hparams_type import HParams
+from t2t_repro.model import build_transformer
+from t2t_repro.registry import register_problem
+from t2t_repro.special_tokens import EOS_ID, PAD_ID, UNK_ID
+from t2t_repro.train.run_dir import CHECKPOINT_DIR, RunInfo, prepare_output_dir
+
+HPARAMS = HParams(num_layers=1, d_model=16, d_ff=32, num_heads=2, d_k=8, d_v=8, dropout=0.0)
+SETTINGS = dict(beam_size=3, alpha=0.6, extra_length=4)
+
+
+class CharVocabulary:
+    """One id per character of a small alphabet, after the reserved PAD, EOS and UNK."""
+
+    alphabet = "abcdefgh "
+
+    @property
+    def vocab_size(self):
+        return 3 + len(self.alphabet)
+
+    def encode(self, text):
+        return [3 + self.alphabet.index(c) if c in self.alphabet else UNK_ID for c in text]
+
+    def decode(self, ids):
+        chars = []
+        for token in ids:
+            if token == EOS_ID:
+                break
+            if token == UNK_ID:
+                chars.append("?")
+            elif token != PAD_ID:
+                chars.append(self.alphabet[token - 3])
+        return "".join(chars)
+
+
+@register_problem
+class DecoderTestChars(Problem):
+    """Characters to characters, for the decoding tests (no data: the vocabulary is fixed)."""
+
+    name = "decoder_test_chars"
+    evaluation = "bleu"
+    decode_defaults = DecodeDefaults(**SETTINGS)
+    vocab_size = 12
+
+    def generate_data(self, data_dir, tmp_dir=None, manual_dir=None):
+        return {}
+
+    def data_ready(self, data_dir):
+        return True
+
+    def vocabulary(self, data_dir):
+        return CharVocabulary()
+
+    def dataset(self, split, data_dir):
+        return tf.data.Dataset.from_tensors({"inputs": [3, EOS_ID], "targets": [4, EOS_ID]})
+
+    def text_pairs(self, split, data_dir):
+        return [("a", "b")]
+
+    def postprocess(self, decoded_text, source_text):
+        if "boom" in source_text:
+            raise ValueError("cannot postprocess this one")
+        return f"<{decoded_text}>"
+
+    def evaluate(self, hypotheses, references, sources):
+        return {}
+
+
+@pytest.fixture(scope="module")
+def model():
+    keras.utils.set_random_seed(7)
+    return build_transformer(HPARAMS, CharVocabulary().vocab_size)
+
+
+def decode(texts, model, **settings):
+    return decode_texts(texts, model, CharVocabulary(), DecoderTestChars(), progress=False, **settings)
+
+
+def test_outputs_come_back_in_input_order_whatever_the_batching(model):
+    sources = ["abc", "a", "hgfedcba", "bad cafe", "e", "ddd"]
+    one_by_one = [decode([s], model, batch_size=1)[0] for s in sources]
+    assert decode(sources, model, batch_size=4) == one_by_one
+    assert all(out.startswith("<") and out.endswith(">") for out in one_by_one), "postprocess must be applied"
+
+
+def test_empty_lines_give_empty_outputs(model):
+    outputs = decode(["abc", "", "   ", "de"], model)
+    assert outputs[1] == "" and outputs[2] == ""
+    assert outputs[0] == decode(["abc"], model)[0]
+    assert outputs[3] == decode(["de"], model)[0]
+
+
+def test_over_long_line_is_truncated_with_a_warning_naming_it(model, caplog):
+    long_line = "abcdefgh" * 4
+    with caplog.at_level(logging.WARNING):
+        outputs = decode(["ab", long_line], model, max_input_length=6)
+    assert "line 2" in caplog.text and "truncated" in caplog.text
+    # Truncated to 5 characters + EOS.
+    assert outputs[1] == decode([long_line[:5]], model)[0]
+
+
+def test_failing_postprocess_keeps_the_raw_output_and_the_other_lines(model, caplog):
+    with caplog.at_level(logging.WARNING):
+        outputs = decode(["abc", "boom", "de"], model)
+    assert "line 2" in caplog.text
+    assert not outputs[1].startswith("<")
+    assert outputs[0] == decode(["abc"], model)[0]
+
+
+def test_decode_file_survives_invalid_utf8_and_keeps_line_count(model, tmp_path, caplog):
+    source = tmp_path / "source.txt"
+    source.write_bytes(b"abc\n\nd\xff\xfee\r\nbad\n")
+    with caplog.at_level(logging.WARNING):
+        lines = read_source_lines(source)
+    assert lines == ["abc", "", "d\ufffd\ufffde", "bad"]
+    assert "line 3" in caplog.text and "UTF-8" in caplog.text
+
+    target = tmp_path / "out.txt"
+    count = decode_file(source, target, model, CharVocabulary(), DecoderTestChars(), progress=False)
+    written = target.read_text(encoding="utf-8").split("\n")
+    assert count == 4 and written[-1] == "" and len(written) == 5
+    assert written[:4] == decode(lines, model)
+
+
+def test_nbest_file_has_n_scored_lines_per_input_best_first(model, tmp_path):
+    source = tmp_path / "source.txt"
+    source.write_text("abc\nhead\n", encoding="utf-8")
+    target = tmp_path / "out.txt"
+    decode_file(source, target, model, CharVocabulary(), DecoderTestChars(), nbest=3, progress=False)
+    rows = [line.split("\t", 1) for line in target.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == 6
+    for first in (0, 3):
+        scores = [float(score) for score, _ in rows[first : first + 3]]
+        assert scores == sorted(scores, reverse=True)
+    nbest = decode_texts_nbest(["abc"], model, CharVocabulary(), DecoderTestChars(), nbest=3, progress=False)
+    assert [h.text for h in nbest[0]] == [text for _, text in rows[:3]]
+    assert rows[0][1] == decode(["abc"], model)[0]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory, model):
+    output_dir = tmp_path_factory.mktemp("run")
+    prepare_output_dir(str(output_dir), HPARAMS, RunInfo("decoder_test_chars", "test", "", str(output_dir)))
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model), str(output_dir / CHECKPOINT_DIR), 2)
+    manager.save(checkpoint_number=10)
+    return output_dir
+
+
+def run_cli(argv):
+    with pytest.raises(SystemExit) as exit_info:
+        decoder_cli.main(argv)
+    return exit_info.value.code
+
+
+def test_decoder_cli_decodes_a_file_with_the_run(run_dir, model, tmp_path):
+    source = tmp_path / "source.txt"
+    source.write_text("abc\n\nhead\n", encoding="utf-8")
+    target = tmp_path / "out.txt"
+    argv = [f"--output_dir={run_dir}", f"--decode_from_file={source}", f"--decode_to_file={target}", "--quiet"]
+    assert run_cli(argv) == 0
+    assert target.read_text(encoding="utf-8").splitlines() == decode(["abc", "", "head"], model)
+    assert run_cli(argv + ["--nbest=2"]) == 0
+    assert len(target.read_text(encoding="utf-8").splitlines()) == 6
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--nbest=5"], "larger than the beam size"),
+        (["--beam_size=0"], "beam_size"),
+        (["--decode_from_file=/nonexistent/source.txt"], "no such file"),
+        (["--checkpoint=/nonexistent/ckpt-3"], "not found"),
+        (["--output_dir=/nonexistent/run"], "not found"),
+    ],
+)
+def test_decoder_cli_errors_are_one_line(run_dir, tmp_path, capsys, extra, message):
+    source = tmp_path / "source.txt"
+    source.write_text("abc\n", encoding="utf-8")
+    argv = [f"--output_dir={run_dir}", f"--decode_from_file={source}", f"--decode_to_file={tmp_path / 'o.txt'}"]
+    argv = [a for a in argv if a.split("=")[0] not in {e.split("=")[0] for e in extra}] + extra
+    assert run_cli(argv) == 2
+    stderr = capsys.readouterr().err
+    assert "Traceback" not in stderr
+    error = stderr.strip().splitlines()[-1]
+    assert "error:" in error and message in error
+    assert not (tmp_path / "o.txt").exists()
