@@ -1,12 +1,14 @@
 """Datagen: idempotent reuse, interrupted or corrupted data redone, clear errors, and the t2t-repro-datagen CLI."""
 
 import os
+import socket
 import subprocess
 import sys
 
 import pytest
 
 from t2t_repro.cli import datagen
+from t2t_repro.data import records
 from t2t_repro.errors import UserError
 from t2t_repro.registry import get_problem
 
@@ -50,7 +52,8 @@ def test_interrupted_run_is_detected_and_redone(tmp_path, manual_dir):
     partial.mkdir(parents=True)
     (partial / "vocab.model").write_bytes(b"half a model")
     (partial / "train-00000-of-00032.tfrecord").write_bytes(b"\x00" * 10)
-    leftover = data_dir / ".wmt_ende.incomplete"
+    pid_beyond_linux_pid_max = 4_194_305  # a crashed run's process: never alive
+    leftover = data_dir / f".wmt_ende.incomplete-{socket.gethostname()}-{pid_beyond_linux_pid_max}"
     leftover.mkdir()
     (leftover / "train-00001-of-00032.tfrecord").write_bytes(b"\x01")
     assert not problem.data_ready(data_dir)
@@ -61,6 +64,18 @@ def test_interrupted_run_is_detected_and_redone(tmp_path, manual_dir):
     assert summary["reused"] is False and problem.data_ready(data_dir)
     assert sorted(os.listdir(data_dir)) == ["wmt_ende"]
     assert len(list(problem.dataset("train", data_dir))) == summary["splits"]["train"]["examples"] == 8
+
+
+def test_data_published_meanwhile_by_another_process_is_kept(tmp_path, manual_dir):
+    problem = get_problem("wmt_ende")
+    data_dir = tmp_path / "data"
+    problem.generate_data(data_dir, manual_dir=manual_dir)
+    before = _file_states(data_dir / "wmt_ende")
+    work = records.work_directory(str(data_dir / "wmt_ende"))
+    open(os.path.join(work, "half-written"), "wb").close()
+    assert records.publish(work, str(data_dir / "wmt_ende")) is False
+    assert _file_states(data_dir / "wmt_ende") == before
+    assert sorted(os.listdir(data_dir)) == ["wmt_ende"]
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip_byte", "drop_metadata", "bad_json"])

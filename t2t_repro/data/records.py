@@ -18,6 +18,7 @@ import json
 import os
 import random
 import shutil
+import socket
 
 import tensorflow as tf
 import tqdm
@@ -162,27 +163,62 @@ def is_complete(directory, verify_checksums=False):
     return True
 
 
-def work_directory(final_directory):
-    """A fresh, empty directory beside `final_directory` to build it in; a leftover of a crashed run is removed.
+def _process_tag():
+    return f"{socket.gethostname()}-{os.getpid()}"
 
-    One datagen per problem and data_dir at a time: a second one would start over this work directory."""
-    parent, name = os.path.split(os.path.normpath(final_directory))
-    work = os.path.join(parent, f".{name}.incomplete")
-    shutil.rmtree(work, ignore_errors=True)
+
+def _process_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def work_directory(final_directory):
+    """A fresh, empty directory beside `final_directory` to build it in, private to this process.
+
+    Work directories that crashed runs of this host left behind are removed; those of live processes (another
+    datagen of the same problem, e.g. a second worker of a distributed run) are left alone."""
+    parent, name = os.path.split(os.path.abspath(final_directory))
+    prefix = f".{name}.incomplete-"
+    host = socket.gethostname()
+    entries = os.listdir(parent) if os.path.isdir(parent) else []
+    for entry in entries:
+        owner_host, _, pid = entry[len(prefix):].rpartition("-")
+        if entry.startswith(prefix) and owner_host == host and pid.isdigit() and not _process_alive(int(pid)):
+            _remove(os.path.join(parent, entry))
+    work = os.path.join(parent, prefix + _process_tag())
+    _remove(work)
     os.makedirs(work)
     return work
 
 
 def publish(work_directory_path, final_directory):
-    """Renames the finished work directory to `final_directory`, replacing an incomplete one there."""
+    """Renames the finished work directory to `final_directory`, replacing an incomplete one there.
+
+    If another process published complete data there meanwhile, that data is kept and this copy discarded
+    (datagen is deterministic, so both are the same). Returns True when this copy was published."""
     final_directory = os.path.normpath(final_directory)
+    if is_complete(final_directory, verify_checksums=True):
+        _remove(work_directory_path)
+        return False
     if os.path.lexists(final_directory):
         parent, name = os.path.split(final_directory)
-        stale = os.path.join(parent, f".{name}.replaced")
+        stale = os.path.join(parent, f".{name}.replaced-{_process_tag()}")
         _remove(stale)
         os.replace(final_directory, stale)
         _remove(stale)
-    os.replace(work_directory_path, final_directory)
+    try:
+        os.rename(work_directory_path, final_directory)
+    except OSError:
+        if not is_complete(final_directory, verify_checksums=True):
+            raise
+        _remove(work_directory_path)
+        return False
+    return True
 
 
 def _remove(path):
