@@ -10,3 +10,78 @@ import tensorflow as tf  # noqa: E402
 # Multi-device tests run on two logical CPUs; this must happen before TensorFlow initializes its devices.
 _cpus = tf.config.list_physical_devices("CPU")
 tf.config.set_logical_device_configuration(_cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A tiny parallel corpus and a tiny trained run, shared by the trainer, decoder and export tests.
+
+import random  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+import pytest  # noqa: E402
+
+_EN = "the a cat dog man woman child sees eats likes finds house tree car big small red old new runs".split()
+_DE = "die eine Katze Hund Mann Frau Kind sieht isst mag findet Haus Baum Auto gross klein rot alt neu rennt".split()
+_LEXICON = dict(zip(_EN, _DE))
+
+# Flags of a run small enough to train in seconds: the real wmt_ende problem reading local text files.
+TINY_RUN_FLAGS = [
+    "--problem=wmt_ende",
+    "--hparams=transformer_tiny",
+    "--hparams_overrides=max_length=32,warmup_steps=20,num_layers=1,d_model=32,d_ff=64,num_heads=2,d_k=16,d_v=16",
+    "--batch_tokens=256",
+    "--log_steps=5",
+    "--eval_decode_sentences=4",
+]
+
+
+def write_parallel_corpus(directory, sizes=(("train", 300), ("dev", 20), ("test", 20)), seed=0):
+    """Line-aligned {split}.en / {split}.de files: word-by-word translation with the last two words swapped."""
+    rng = random.Random(seed)
+    directory.mkdir(parents=True, exist_ok=True)
+    for split, count in sizes:
+        english, german = [], []
+        for _ in range(count):
+            words = [rng.choice(_EN) for _ in range(rng.randint(3, 8))]
+            translated = [_LEXICON[w] for w in words]
+            translated[-2:] = translated[-2:][::-1]
+            english.append(" ".join(words))
+            german.append(" ".join(translated))
+        (directory / f"{split}.en").write_text("\n".join(english) + "\n", encoding="utf-8")
+        (directory / f"{split}.de").write_text("\n".join(german) + "\n", encoding="utf-8")
+    return directory
+
+
+def run_cli(module, *args, timeout=600, **kwargs):
+    """Runs `python -m t2t_repro.cli.<module> args...` (the console script's own main) and returns the result."""
+    return subprocess.run(
+        [sys.executable, "-m", f"t2t_repro.cli.{module}", *map(str, args)],
+        capture_output=True, text=True, timeout=timeout, **kwargs,
+    )
+
+
+@pytest.fixture(scope="session")
+def parallel_text_dir(tmp_path_factory):
+    return write_parallel_corpus(tmp_path_factory.mktemp("parallel_text"))
+
+
+@pytest.fixture(scope="session")
+def tiny_data_dir(tmp_path_factory, parallel_text_dir):
+    """wmt_ende data generated from the tiny local corpus."""
+    data_dir = tmp_path_factory.mktemp("data")
+    result = run_cli("datagen", "--problem=wmt_ende", f"--data_dir={data_dir}", f"--manual_dir={parallel_text_dir}")
+    assert result.returncode == 0, result.stderr
+    return data_dir
+
+
+@pytest.fixture(scope="session")
+def trained_run(tmp_path_factory, tiny_data_dir):
+    """The output_dir of a finished tiny run: checkpoints, averaged weights, test outputs and report.json."""
+    output_dir = tmp_path_factory.mktemp("run") / "out"
+    result = run_cli(
+        "trainer", *TINY_RUN_FLAGS, "--train_steps=12", "--checkpoint_steps=4", "--eval_steps=6",
+        f"--data_dir={tiny_data_dir}", f"--output_dir={output_dir}",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return output_dir

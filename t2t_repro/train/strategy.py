@@ -21,18 +21,18 @@ def make_strategy(kind="auto", tpu_address=None):
     """
     if kind not in STRATEGIES:
         raise UserError(f"unknown strategy {kind!r}; choose one of {', '.join(STRATEGIES)}")
+    if kind == "multi_worker":  # before anything initializes the runtime: collectives are set up at start-up
+        _check_tf_config()
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if kind == "tpu":
+        return _tpu_strategy(tpu_address)
     gpus = tf.config.list_logical_devices("GPU")
     if kind == "auto":
         kind = "mirrored" if len(gpus) > 1 else "one_device"
     if kind == "one_device":
         return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
-    if kind == "mirrored":
-        devices = [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
-        return tf.distribute.MirroredStrategy(devices)
-    if kind == "multi_worker":
-        _check_tf_config()
-        return tf.distribute.MultiWorkerMirroredStrategy()
-    return _tpu_strategy(tpu_address)
+    devices = [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
+    return tf.distribute.MirroredStrategy(devices)
 
 
 def _check_tf_config():

@@ -85,8 +85,9 @@ class Trainer:
         self.config = config
         self.hparams = resolve_hparams(config)
         self.problem = registry.get_problem(config.problem)
-        keras.utils.set_random_seed(config.seed)
+        # The strategy first: multi-worker collectives must be configured before TensorFlow runs any op.
         self.strategy = make_strategy(config.strategy, config.tpu_address)
+        keras.utils.set_random_seed(config.seed)
         self.chief = is_chief(self.strategy)
         self.workers, self.worker_index = worker_position(self.strategy)
         replicas = self.strategy.num_replicas_in_sync
