@@ -36,14 +36,13 @@ class NounPhrase:
     """A noun phrase: a noun with its determiner and modifiers, a name, a pronoun, or two coordinated phrases."""
 
     kind: str  # "noun", "name", "pronoun" or "coordination"
-    head: object  # a noun Word, a name, a PRONOUNS key, or a (NounPhrase, NounPhrase) pair
+    head: object  # a noun Word, a name, a PRONOUNS key, or the pair of NounPhrases joined by "and"
     plural: bool = False
     determiner: str = ""  # "the", "a", a numeral, a PRONOUNS key (possessive: "I" -> "my"), or "" (bare plural)
     adjectives: tuple = ()  # adjective Words
     modifier: object = None  # the first noun of a compound: "apple" in "the apple tree"
     of: object = None  # the NounPhrase of an "of" phrase
     relative: object = None  # a Clause with a gap, introduced by "that"
-    coordinator: str = "and"
 
     @property
     def agreement(self):
@@ -92,6 +91,7 @@ class Grammar:
 
     def __init__(self, seed=1, lexicon=None):
         self.lexicon: Lexicon = lexicon if lexicon is not None else build_lexicon(seed)
+        self._traces = 0  # trace indices (*T*-1, WHNP-1) given out in the tree being built
 
     # Sampling --------------------------------------------------------------------------------------------------
 
@@ -147,22 +147,17 @@ class Grammar:
     @staticmethod
     def _close_tail(clause, kind):
         """Keeps the string unambiguous: after an open part (a relative clause at the end of the last object,
-        a complement clause) nothing may follow in the same clause; a first conjunct ends closed."""
+        a complement clause) nothing may follow in the same clause, and a first conjunct ends closed (its
+        relative clause could otherwise take in the ", and ..." that follows)."""
         last_np = clause.recipient or clause.obj
-        open_end = clause.complement is not None or (last_np is not None and last_np.relative is not None)
-        if kind == "conjunct" and open_end:
-            if clause.complement is None:
-                last_np.relative = None
-            open_end = False
-        if open_end:
-            fronted = clause.front == "pp"
-            clause.pps = clause.pps[:1] if fronted else ()
+        if kind == "conjunct" and last_np is not None:
+            last_np.relative = None
+        if clause.complement is not None or (last_np is not None and last_np.relative is not None):
+            clause.pps = clause.pps[:1] if clause.front == "pp" else ()
             if clause.front != "adverb":
                 clause.adverb = ""
             if clause.front != "subordinate":
                 clause.subordinate = None
-        if kind == "conjunct" and clause.subordinate is not None and clause.front != "subordinate":
-            clause.subordinate = None
 
     def noun_phrase(self, rng, role, depth, allow_relative=True):
         """A NounPhrase for `role`: subject, object, pp (object of a preposition) or of."""
@@ -180,7 +175,7 @@ class Grammar:
             return NounPhrase("name", lex.name(rng))
         if kind == "coordination" and depth == 0:
             pair = (self.noun_phrase(rng, "pp", 2), self.noun_phrase(rng, "pp", 2))
-            return NounPhrase("coordination", pair, plural=True, coordinator=rng.choice(("and", "and", "or")))
+            return NounPhrase("coordination", pair, plural=True)
         plural = rng.random() < 0.3
         if plural:
             determiner = _pick(rng, {"the": 45, "": 30, "numeral": 12, "possessive": 13})
@@ -280,7 +275,7 @@ class Grammar:
             return Tree("NP", [_leaf("NNP", phrase.head)])
         if phrase.kind == "coordination":
             left, right = (self._np_tree(p, case) for p in phrase.head)
-            return Tree("NP", [left, _leaf("CC", phrase.coordinator), right])
+            return Tree("NP", [left, _leaf("CC", "and"), right])
         children = []
         if phrase.determiner in PRONOUNS:
             children.append(_leaf("PRP$", PRONOUNS[phrase.determiner][2]))
@@ -325,7 +320,8 @@ def _verb_chain(clause, agreement):
         else:
             chain = [("VBZ", "is") if third else ("VBP", "am" if agreement == "1sg" else "are")]
     elif clause.negated or clause.question:
-        chain = [("VBD", "did") if tense == "past" else ("VBZ", "does") if third else ("VBP", "do"), ("VB", verb.forms[0])]
+        support = ("VBD", "did") if tense == "past" else ("VBZ", "does") if third else ("VBP", "do")
+        chain = [support, ("VB", verb.forms[0])]
     elif tense == "past":
         chain = [("VBD", verb.forms[2])]
     else:

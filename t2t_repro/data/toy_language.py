@@ -25,7 +25,7 @@ import shutil
 
 from t2t_repro.data.toy_grammar import Grammar, iter_sentences, sentence_words
 from t2t_repro.data.toy_lexicon import (
-    ADVERBS, COORDINATORS, NUMERALS, PREPOSITIONS, PRONOUNS, SUBORDINATORS, build_lexicon)
+    ADVERBS, COORDINATORS, NAMES, NUMERALS, PREPOSITIONS, PRONOUNS, SUBORDINATORS, build_lexicon)
 
 _CASES = {"nom": 0, "acc": 1, "dat": 2, "gen": 3}
 _GENDERS = {"m": 0, "f": 1, "n": 2}  # plural: 3
@@ -56,10 +56,7 @@ def detokenize(tokens):
 
 
 class GermanRealiser:
-    """Realises toy_grammar Sentences in German."""
-
-    def __init__(self, lexicon):
-        self.lexicon = lexicon
+    """Realises toy_grammar Sentences in German (every Word carries its German forms)."""
 
     def sentence(self, sentence):
         """The German text of a Sentence."""
@@ -161,7 +158,7 @@ class GermanRealiser:
             return [phrase.head]
         if phrase.kind == "coordination":
             left, right = phrase.head
-            return self.noun_phrase(left, case) + [COORDINATORS[phrase.coordinator]] + self.noun_phrase(right, case)
+            return self.noun_phrase(left, case) + ["und"] + self.noun_phrase(right, case)
         singular, plural, gender = self._noun(phrase)
         row, column = _CASES[case], _column(phrase, gender)
         determiner = phrase.determiner
@@ -229,6 +226,7 @@ def word_by_word_dictionary(seed=1):
     for subject, obj, possessive, _, nominative, accusative, _, stem in PRONOUNS.values():
         table.update({subject.lower(): nominative, obj: accusative, possessive: stem})
     table["her"] = "ihr"
+    table.update((name, name) for name in NAMES)
     for word in lexicon.words():
         if word.category == "noun":
             table[word.forms[0]] = word.german[0]
@@ -255,7 +253,7 @@ def write_toy_corpus(directory, seed=1, num_train=100_000, num_dev=2_000, num_te
             if f.read() == stamp:
                 return directory
     grammar = Grammar(lexicon=build_lexicon(seed))
-    german = GermanRealiser(grammar.lexicon)
+    german = GermanRealiser()
     work = f"{directory}.tmp-{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)

@@ -62,26 +62,45 @@ developer Entwickler Entwickler m|+computer Computer Computer m|+team Team Teams
 _MODIFIER_ONLY = "+software Software - f|+internet Internet - n"
 # Core verbs: English base[/past/participle], German infinitive, 3rd singular, past, participle, auxiliary, frame.
 _CORE_VERBS = """
-see/saw/seen sehen sieht sah gesehen haben transitive|find/found/found finden findet fand gefunden haben transitive
-eat/ate/eaten essen isst aß gegessen haben transitive|write/wrote/written schreiben schreibt schrieb geschrieben haben transitive
-buy/bought/bought kaufen kauft kaufte gekauft haben transitive|love lieben liebt liebte geliebt haben transitive
-build/built/built bauen baut baute gebaut haben transitive|open öffnen öffnet öffnete geöffnet haben transitive
-visit besuchen besucht besuchte besucht haben transitive|hear/heard/heard hören hört hörte gehört haben transitive
-catch/caught/caught fangen fängt fing gefangen haben transitive|take/took/taken nehmen nimmt nahm genommen haben transitive
-carry tragen trägt trug getragen haben transitive|paint malen malt malte gemalt haben transitive
-need brauchen braucht brauchte gebraucht haben transitive|help helfen hilft half geholfen haben dative
-follow folgen folgt folgte gefolgt sein dative|thank danken dankt dankte gedankt haben dative
-give/gave/given geben gibt gab gegeben haben ditransitive|show/showed/shown zeigen zeigt zeigte gezeigt haben ditransitive
-send/sent/sent schicken schickt schickte geschickt haben ditransitive|bring/brought/brought bringen bringt brachte gebracht haben ditransitive
-sell/sold/sold verkaufen verkauft verkaufte verkauft haben ditransitive|sleep/slept/slept schlafen schläft schlief geschlafen haben intransitive
-laugh lachen lacht lachte gelacht haben intransitive|go/went/gone gehen geht ging gegangen sein intransitive
-come/came/come kommen kommt kam gekommen sein intransitive|run/ran/run laufen läuft lief gelaufen sein intransitive
-work arbeiten arbeitet arbeitete gearbeitet haben intransitive|play spielen spielt spielte gespielt haben intransitive
-wait warten wartet wartete gewartet haben intransitive|swim/swam/swum schwimmen schwimmt schwamm geschwommen sein intransitive
-sing/sang/sung singen singt sang gesungen haben intransitive|dance tanzen tanzt tanzte getanzt haben intransitive
-say/said/said sagen sagt sagte gesagt haben clausal|believe glauben glaubt glaubte geglaubt haben clausal
-hope hoffen hofft hoffte gehofft haben clausal|think/thought/thought denken denkt dachte gedacht haben clausal
-claim behaupten behauptet behauptete behauptet haben clausal"""
+see/saw/seen          sehen     sieht     sah        gesehen     haben transitive
+find/found/found      finden    findet    fand       gefunden    haben transitive
+eat/ate/eaten         essen     isst      aß         gegessen    haben transitive
+write/wrote/written   schreiben schreibt  schrieb    geschrieben haben transitive
+buy/bought/bought     kaufen    kauft     kaufte     gekauft     haben transitive
+love                  lieben    liebt     liebte     geliebt     haben transitive
+build/built/built     bauen     baut      baute      gebaut      haben transitive
+open                  öffnen    öffnet    öffnete    geöffnet    haben transitive
+visit                 besuchen  besucht   besuchte   besucht     haben transitive
+hear/heard/heard      hören     hört      hörte      gehört      haben transitive
+catch/caught/caught   fangen    fängt     fing       gefangen    haben transitive
+take/took/taken       nehmen    nimmt     nahm       genommen    haben transitive
+carry                 tragen    trägt     trug       getragen    haben transitive
+paint                 malen     malt      malte      gemalt      haben transitive
+need                  brauchen  braucht   brauchte   gebraucht   haben transitive
+help                  helfen    hilft     half       geholfen    haben dative
+follow                folgen    folgt     folgte     gefolgt     sein  dative
+thank                 danken    dankt     dankte     gedankt     haben dative
+give/gave/given       geben     gibt      gab        gegeben     haben ditransitive
+show/showed/shown     zeigen    zeigt     zeigte     gezeigt     haben ditransitive
+send/sent/sent        schicken  schickt   schickte   geschickt   haben ditransitive
+bring/brought/brought bringen   bringt    brachte    gebracht    haben ditransitive
+sell/sold/sold        verkaufen verkauft  verkaufte  verkauft    haben ditransitive
+sleep/slept/slept     schlafen  schläft   schlief    geschlafen  haben intransitive
+laugh                 lachen    lacht     lachte     gelacht     haben intransitive
+go/went/gone          gehen     geht      ging       gegangen    sein  intransitive
+come/came/come        kommen    kommt     kam        gekommen    sein  intransitive
+run/ran/run           laufen    läuft     lief       gelaufen    sein  intransitive
+work                  arbeiten  arbeitet  arbeitete  gearbeitet  haben intransitive
+play                  spielen   spielt    spielte    gespielt    haben intransitive
+wait                  warten    wartet    wartete    gewartet    haben intransitive
+swim/swam/swum        schwimmen schwimmt  schwamm    geschwommen sein  intransitive
+sing/sang/sung        singen    singt     sang       gesungen    haben intransitive
+dance                 tanzen    tanzt     tanzte     getanzt     haben intransitive
+say/said/said         sagen     sagt      sagte      gesagt      haben clausal
+believe               glauben   glaubt    glaubte    geglaubt    haben clausal
+hope                  hoffen    hofft     hoffte     gehofft     haben clausal
+think/thought/thought denken    denkt     dachte     gedacht     haben clausal
+claim                 behaupten behauptet behauptete behauptet   haben clausal"""
 _CORE_ADJECTIVES = """big groß|small klein|old alt|new neu|good gut|bad schlecht|red rot|young jung|happy glücklich
 long lang|short kurz|beautiful schön|green grün|black schwarz|white weiß|rich reich|poor arm|fast schnell
 cold kalt|warm warm"""
@@ -135,6 +154,7 @@ def german_past_plural(past):
 
 
 def _rows(table):
+    """The whitespace-separated fields of each row of a table (rows end at "|" or a line end)."""
     return [row.split() for row in table.replace("\n", "|").split("|") if row.strip()]
 
 
@@ -203,7 +223,8 @@ class _StemMaker:
         dental = german.endswith(("t", "d"))
         ending = "et" if dental else "t"
         past = german + ("ete" if dental else "te")
-        forms = (english, english_suffixed(english, "s"), english_suffixed(english, "ed"), english_suffixed(english, "ed"))
+        past_english = english_suffixed(english, "ed")
+        forms = (english, english_suffixed(english, "s"), past_english, past_english)
         return Word("verb", forms, (german + "en", german + "e", german + ending, past, german_past_plural(past),
                                     "ge" + german + ending, "haben"), frame=frame)
 
