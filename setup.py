@@ -26,6 +26,7 @@ setup(
         "sentencepiece",
         "sacremoses",
         "tensorboard",
+        "tqdm",
     ],
     extras_require={
         "test": ["pytest"],

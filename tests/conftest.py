@@ -2,7 +2,7 @@
 
 import os
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ["KERAS_BACKEND"] = "tensorflow"
 
 import tensorflow as tf  # noqa: E402
@@ -85,3 +85,13 @@ def trained_run(tmp_path_factory, tiny_data_dir):
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return output_dir
+
+
+@pytest.fixture(scope="session")
+def exported_model(tmp_path_factory, trained_run):
+    """The version directory (export_dir/1) of a SavedModel exported from `trained_run` by t2t-repro-exporter:
+    the problem's beam 4 and alpha 0.6, with extra_length 6 to keep decoding short."""
+    export_dir = tmp_path_factory.mktemp("export")
+    result = run_cli("exporter", f"--output_dir={trained_run}", f"--export_dir={export_dir}", "--extra_length=6")
+    assert result.returncode == 0, result.stdout + result.stderr
+    return export_dir / "1"

@@ -1,12 +1,36 @@
 """What every console script shares: quiet TensorFlow start-up and one-line errors for user mistakes."""
 
+import contextlib
 import os
 import sys
 
 
+@contextlib.contextmanager
+def _stderr_muted():
+    """Silences file descriptor 2 (C++ logging too, which Python's sys.stderr does not cover)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(os.devnull, "w") as devnull:
+        os.dup2(devnull.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def quiet_tensorflow():
-    """Hides TensorFlow's C++ start-up chatter unless the user asked for it."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    """Imports TensorFlow without its C++ log lines, unless TF_CPP_MIN_LOG_LEVEL asks for them.
+
+    TensorFlow logs informational lines while it loads (before its log-level setting takes effect) and an
+    error line on every machine without CUDA; they would bury a one-line error message. So the import runs
+    with stderr muted and the C++ log level defaults to 3 (errors reach the user as Python exceptions);
+    TF_CPP_MIN_LOG_LEVEL=0 shows everything."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if os.environ["TF_CPP_MIN_LOG_LEVEL"] == "0" or "tensorflow" in sys.modules:
+        return
+    with _stderr_muted():
+        import tensorflow  # noqa: F401
 
 
 def run_main(main, argv=None):

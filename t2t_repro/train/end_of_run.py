@@ -12,17 +12,9 @@ REPORT_FILE = "report.json"
 TEST_OUTPUT_FILE = "test_decoded.txt"
 
 
-def write_lines(path, lines):
-    temporary = f"{path}.tmp-{os.getpid()}"
-    with open(temporary, "w", encoding="utf-8") as f:
-        for line in lines:
-            f.write(line.replace("\n", " ") + "\n")
-    os.replace(temporary, path)
-
-
 def decode_test_split(output_dir, checkpoint=None):
     """Decodes the test split with the problem's defaults; writes the outputs and returns the scores."""
-    from t2t_repro.decode.decode_text import decode_texts
+    from t2t_repro.decode.decode_text import decode_texts, write_lines_atomic
 
     run = run_dir.restore_run(output_dir, checkpoint)
     pairs = run.problem.text_pairs("test", run.info.data_dir)
@@ -34,11 +26,8 @@ def decode_test_split(output_dir, checkpoint=None):
         f"(beam {defaults.beam_size}, alpha {defaults.alpha}, max length input + {defaults.extra_length})",
         flush=True,
     )
-    hypotheses = decode_texts(
-        run.model, run.vocabulary, run.problem, sources,
-        beam_size=defaults.beam_size, alpha=defaults.alpha, extra_length=defaults.extra_length,
-    )
-    write_lines(os.path.join(output_dir, TEST_OUTPUT_FILE), hypotheses)
+    hypotheses = decode_texts(sources, run.model, run.vocabulary, run.problem)
+    write_lines_atomic(os.path.join(output_dir, TEST_OUTPUT_FILE), hypotheses)
     scores = run.problem.evaluate(hypotheses, references, sources)
     settings = {"beam_size": defaults.beam_size, "alpha": defaults.alpha, "extra_length": defaults.extra_length}
     return {**scores, "test_sentences": len(sources), "decode": settings, "checkpoint": run.checkpoint}

@@ -53,18 +53,14 @@ class DevEvaluator:
         return smoothed / tokens, math.exp(min(plain / tokens, 50.0))
 
     def dev_score(self):
-        """Decodes the first dev sentences with the problem's defaults and scores them."""
+        """Decodes the first dev sentences with the problem's decoding defaults and scores them."""
         from t2t_repro.decode.decode_text import decode_texts
 
         trainer = self.trainer
         pairs = trainer.problem.text_pairs("dev", trainer.config.data_dir)[: trainer.config.eval_decode_sentences]
         sources = [source for source, _ in pairs]
         references = [reference for _, reference in pairs]
-        defaults = trainer.problem.decode_defaults
-        hypotheses = decode_texts(
-            trainer.model, trainer.vocabulary, trainer.problem, sources,
-            beam_size=defaults.beam_size, alpha=defaults.alpha, extra_length=defaults.extra_length, progress=False,
-        )
+        hypotheses = decode_texts(sources, trainer.model, trainer.vocabulary, trainer.problem, progress=False)
         return headline_score(trainer.problem.evaluate(hypotheses, references, sources))
 
     def evaluate(self, step):
