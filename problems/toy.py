@@ -8,20 +8,65 @@ parallel text files, like wmt_ende with --manual_dir, and toy_parsing is a Parsi
 baselines toy_ende must be far above.
 """
 
+import hashlib
 import os
+import shutil
 import tempfile
 
+from t2t_repro.data import toy_grammar, toy_language, toy_lexicon
 from t2t_repro.data.parsing import ParsingProblem
-from t2t_repro.data.toy_grammar import write_treebank
-from t2t_repro.data.toy_language import write_toy_corpus
 from t2t_repro.data.translation import TranslationProblem
 from t2t_repro.registry import register_problem
+
+STAMP_FILE = "generator.txt"
 
 
 def generated_dir(tmp_dir, name):
     """Where a generated corpus lives: `tmp_dir/name`, or `<system temporary directory>/t2t_repro/name`."""
     base = os.fspath(tmp_dir) if tmp_dir else os.path.join(tempfile.gettempdir(), "t2t_repro")
     return os.path.join(base, name)
+
+
+def build_once(directory, arguments, write):
+    """Returns `directory` after building it once: `write(work)` fills a fresh directory beside it, which is
+    renamed into place with a stamp naming `arguments` and a hash of the generators' source code. A directory
+    with the same stamp is reused at once; anything else there (an interrupted build, one by older code) is
+    replaced. If another process publishes the same build meanwhile, that one is kept."""
+    directory = os.path.abspath(os.fspath(directory))
+    digest = hashlib.sha256()
+    for module in (toy_lexicon, toy_grammar, toy_language):
+        with open(module.__file__, "rb") as source:
+            digest.update(source.read())
+    stamp = f"{arguments} generator={digest.hexdigest()[:16]}\n"
+    if _read_stamp(directory) == stamp:
+        return directory
+    parent, name = os.path.split(directory)
+    work = os.path.join(parent, f".{name}.incomplete-{os.getpid()}")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    try:
+        write(work)
+        with open(os.path.join(work, STAMP_FILE), "w", encoding="utf-8") as f:
+            f.write(stamp)
+        if os.path.lexists(directory):
+            stale = os.path.join(parent, f".{name}.replaced-{os.getpid()}")
+            os.replace(directory, stale)
+            shutil.rmtree(stale, ignore_errors=True)
+        os.rename(work, directory)
+    except OSError:
+        if _read_stamp(directory) != stamp:
+            raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return directory
+
+
+def _read_stamp(directory):
+    try:
+        with open(os.path.join(directory, STAMP_FILE), encoding="utf-8") as f:
+            return f.read()
+    except OSError:
+        return None
 
 
 @register_problem
@@ -45,8 +90,10 @@ class ToyEnde(TranslationProblem):
 
     def raw_text_dir(self, tmp_dir, manual_dir):
         """Generates (once) and returns the directory of {train,dev,test}.{en,de}; `manual_dir` is not used."""
+        arguments = (self.seed, self.num_train, self.num_dev, self.num_test)
         directory = generated_dir(tmp_dir, f"{self.name}_seed{self.seed}")
-        return write_toy_corpus(directory, self.seed, self.num_train, self.num_dev, self.num_test)
+        return build_once(directory, f"{self.name} {arguments}",
+                          lambda work: toy_language.write_toy_corpus(work, *arguments))
 
 
 @register_problem
@@ -67,5 +114,7 @@ class ToyParsing(ParsingProblem):
 
     def treebank_dir(self, tmp_dir, manual_dir):
         """Generates (once) and returns the WSJ-layout directory of .mrg files; `manual_dir` is not used."""
+        arguments = (self.seed, self.num_train, self.num_dev, self.num_test)
         directory = generated_dir(tmp_dir, f"{self.name}_seed{self.seed}")
-        return write_treebank(directory, self.seed, self.num_train, self.num_dev, self.num_test)
+        return build_once(directory, f"{self.name} {arguments}",
+                          lambda work: toy_grammar.write_treebank(work, *arguments))

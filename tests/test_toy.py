@@ -12,7 +12,7 @@ from t2t_repro.data.parsing import PHRASE_LABELS, POS_TAGS
 from t2t_repro.data.toy_grammar import Clause, Grammar, NounPhrase, Sentence, sentence_words, write_treebank
 from t2t_repro.data.toy_language import GermanRealiser, detokenize, word_by_word_dictionary, write_toy_corpus
 from t2t_repro.data.toy_lexicon import build_lexicon
-from t2t_repro.problems.toy import ToyEnde, ToyParsing
+from t2t_repro.problems.toy import STAMP_FILE, ToyEnde, ToyParsing
 
 SMALL = {"num_train": 1500, "num_dev": 100, "num_test": 200}
 _TOKENS = re.compile(r"[^\s.,?]+|[.,?]")
@@ -219,3 +219,16 @@ def test_toy_parsing_generates_through_the_parsing_path(tmp_path):
     source, target = problem.text_pairs("test", tmp_path / "data")[0]
     tree = ptb_tree.delinearise(target, source.split())
     assert tree.label in ("S", "SQ") and tree.words() == source.split()
+
+
+def test_generated_text_is_built_once_and_rebuilt_when_incomplete(tmp_path):
+    problem = TinyToyEnde()
+    directory = problem.raw_text_dir(tmp_path, None)
+    train = os.path.join(directory, "train.en")
+    written = os.stat(train).st_mtime_ns
+    assert problem.raw_text_dir(tmp_path, None) == directory and os.stat(train).st_mtime_ns == written
+    with open(train, "w") as f:
+        f.write("truncated\n")
+    os.remove(os.path.join(directory, STAMP_FILE))  # as an interrupted build leaves it
+    problem.raw_text_dir(tmp_path, None)
+    assert len(_lines(train)) == 300 and sorted(os.listdir(tmp_path)) == ["toy_ende_seed1"]

@@ -20,7 +20,6 @@ import dataclasses
 import itertools
 import os
 import random
-import shutil
 
 from t2t_repro.data.ptb_tree import Tree
 from t2t_repro.data.toy_lexicon import ADVERBS, COORDINATORS, NUMERALS, PREPOSITIONS, PRONOUNS, SUBORDINATORS
@@ -365,18 +364,11 @@ _FILES_PER_SECTION = 100  # wsj_SS00.mrg .. wsj_SS99.mrg
 
 
 def write_treebank(directory, seed=1, num_train=40_000, num_dev=1_700, num_test=2_400):
-    """Writes seeded trees as `.mrg` files in the WSJ layout: `directory/SS/wsj_SSNN.mrg`, each tree wrapped as
-    `( (S ...) )`. Sentences are distinct: no dev or test sentence is also in train. Reuses a directory
-    already written with the same arguments; otherwise writes a temporary directory and renames it into place.
-    Returns the directory."""
+    """Writes seeded trees as `.mrg` files in the WSJ layout, `directory/SS/wsj_SSNN.mrg`, each tree wrapped as
+    `( (S ...) )`; returns the directory. Sentences are distinct: no dev or test sentence is also in train.
+    (problems/toy.py builds it in a temporary directory renamed into place, and reuses it.)"""
     directory = os.fspath(directory)
-    stamp = f"seed={seed} train={num_train} dev={num_dev} test={num_test}\n"
-    stamp_path = os.path.join(directory, "TOY_TREEBANK")
-    if os.path.isfile(stamp_path) and open(stamp_path, encoding="utf-8").read() == stamp:
-        return directory
     grammar = Grammar(seed)
-    work = f"{directory}.tmp-{os.getpid()}"
-    shutil.rmtree(work, ignore_errors=True)
     seen = set()
     for split, count in (("train", num_train), ("dev", num_dev), ("test", num_test)):
         sentences = iter_sentences(grammar, random.Random(f"toy-treebank-{seed}-{split}"), count, seen)
@@ -384,12 +376,7 @@ def write_treebank(directory, seed=1, num_train=40_000, num_dev=1_700, num_test=
         for index, section in enumerate(sections):
             share = count // len(sections) + (index < count % len(sections))
             trees = [tree for _, tree in itertools.islice(sentences, share)]
-            _write_section(os.path.join(work, f"{section:02d}"), section, trees)
-    with open(os.path.join(work, "TOY_TREEBANK"), "w", encoding="utf-8") as f:
-        f.write(stamp)
-    shutil.rmtree(directory, ignore_errors=True)
-    os.makedirs(os.path.dirname(os.path.abspath(directory)), exist_ok=True)
-    os.replace(work, directory)
+            _write_section(os.path.join(directory, f"{section:02d}"), section, trees)
     return directory
 
 
@@ -400,3 +387,4 @@ def _write_section(section_dir, section, trees):
         path = os.path.join(section_dir, f"wsj_{section:02d}{number:02d}.mrg")
         with open(path, "w", encoding="utf-8") as f:
             f.writelines(f"( {tree.to_ptb()} )\n\n" for tree in trees[start:start + per_file])
+

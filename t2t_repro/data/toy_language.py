@@ -21,7 +21,6 @@ The translation is a function of the English sentence: nothing in it needs knowl
 
 import os
 import random
-import shutil
 
 from t2t_repro.data.toy_grammar import Grammar, iter_sentences, sentence_words
 from t2t_repro.data.toy_lexicon import (
@@ -242,32 +241,19 @@ def word_by_word_dictionary(seed=1):
 
 def write_toy_corpus(directory, seed=1, num_train=100_000, num_dev=2_000, num_test=2_000, min_words=3, max_words=50):
     """Writes the parallel text files `{train,dev,test}.{en,de}` (one sentence per line) of `seed` into
-    `directory` and returns it. English sentences have min_words..max_words tokens (punctuation included)
-    and are all distinct, so no dev or test source is also in train. Reuses a directory already written with the
-    same arguments; otherwise writes a temporary directory and renames it into place."""
+    `directory` and returns it. English sentences have min_words..max_words tokens (punctuation included) and
+    are all distinct: no dev or test source is also in train. (problems/toy.py builds the directory in a
+    temporary one renamed into place, and reuses it.)"""
     directory = os.fspath(directory)
-    stamp = f"seed={seed} train={num_train} dev={num_dev} test={num_test} words={min_words}-{max_words}\n"
-    stamp_path = os.path.join(directory, "TOY_CORPUS")
-    if os.path.isfile(stamp_path):
-        with open(stamp_path, encoding="utf-8") as f:
-            if f.read() == stamp:
-                return directory
+    os.makedirs(directory, exist_ok=True)
     grammar = Grammar(lexicon=build_lexicon(seed))
     german = GermanRealiser()
-    work = f"{directory}.tmp-{os.getpid()}"
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
     seen = set()
     for split, count in (("train", num_train), ("dev", num_dev), ("test", num_test)):
         rng = random.Random(f"toy-corpus-{seed}-{split}")
-        with open(os.path.join(work, f"{split}.en"), "w", encoding="utf-8") as english_file, \
-                open(os.path.join(work, f"{split}.de"), "w", encoding="utf-8") as german_file:
+        with open(os.path.join(directory, f"{split}.en"), "w", encoding="utf-8") as english_file, \
+                open(os.path.join(directory, f"{split}.de"), "w", encoding="utf-8") as german_file:
             for sentence, tree in iter_sentences(grammar, rng, count, seen, min_words, max_words):
                 english_file.write(detokenize(sentence_words(tree)) + "\n")
                 german_file.write(german.sentence(sentence) + "\n")
-    with open(os.path.join(work, "TOY_CORPUS"), "w", encoding="utf-8") as f:
-        f.write(stamp)
-    shutil.rmtree(directory, ignore_errors=True)
-    os.makedirs(os.path.dirname(os.path.abspath(directory)), exist_ok=True)
-    os.replace(work, directory)
     return directory
