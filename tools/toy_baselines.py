@@ -56,7 +56,7 @@ def score_baselines(problem, sources, references):
     return rows
 
 
-def test_pairs(problem, data_dir, tmp_dir):
+def load_test_pairs(problem, data_dir, tmp_dir):
     """The test (source, reference) pairs: from the generated data in `data_dir`, else from the raw text."""
     if problem.data_ready(data_dir):
         return problem.text_pairs("test", data_dir)
@@ -70,7 +70,7 @@ def main(argv=None):
     parser.add_argument("--json", action="store_true", help="one JSON line per baseline")
     args = parser.parse_args(argv)
     problem = registry.get_problem("toy_ende")
-    pairs = test_pairs(problem, args.data_dir, args.tmp_dir)
+    pairs = load_test_pairs(problem, args.data_dir, args.tmp_dir)
     rows = score_baselines(problem, [s for s, _ in pairs], [r for _, r in pairs])
     for row in rows:
         if args.json:
