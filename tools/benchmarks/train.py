@@ -1,0 +1,246 @@
+"""Training throughput and model FLOPs utilization of one full training step on a fixed random batch.
+
+The step is the paper's: teacher-forced forward pass of t2t_repro.model.Transformer, label-smoothed cross
+entropy (section 5.4), backward pass, Adam update on the section 5.3 schedule, inside one tf.function. It is
+timed as a graph and compiled by XLA (jit_compile=True); the faster is reported and named in the config.
+MFU = model FLOPs per step (`benchmarks.TRAIN_FLOPS_FORMULA`) / step time / the float32 matmul peak measured
+in the same run, in turns with the steps.
+
+With --peer keras_hub, the same step on an encoder-decoder made of keras_hub.layers.TransformerEncoder and
+TransformerDecoder with equal sizes, vocabulary, tied embeddings, dropout, loss and optimizer is timed too.
+
+    python tools/benchmark.py --suite train [--hparams transformer_base] [--peer keras_hub] [--json]
+"""
+
+import functools
+import statistics
+
+import keras
+import tensorflow as tf
+
+from benchmarks import (
+    TRAIN_FLOPS_FORMULA,
+    batch_config,
+    check_peer,
+    measurement,
+    progress,
+    random_token_batch,
+    resolve_hparams,
+    resolve_vocab_size,
+    train_step_flops,
+)
+from benchmarks.timing import device_description, interleaved_times, matmul_product, wait_for
+from t2t_repro.errors import UserError
+from t2t_repro.model import build_transformer
+from t2t_repro.special_tokens import PAD_ID
+from t2t_repro.train.loss import label_smoothed_cross_entropy
+from t2t_repro.train.optimizer import make_optimizer
+
+PEERS = ("keras_hub",)
+DEFAULT_WARMUP = 2  # the first call traces (and with XLA compiles); at least one warm-up call is always made
+DEFAULT_REPEATS = 5
+_MODES = {"both": ("graph", "xla"), "false": ("graph",), "true": ("xla",)}
+
+
+def add_arguments(parser):
+    parser.add_argument(
+        "--jit_compile", choices=sorted(_MODES), default="both",
+        help="time the step as a plain graph (false), XLA-compiled (true), or both and report the faster",
+    )
+
+
+def make_train_step(model, optimizer, label_smoothing, jit_compile):
+    """A tf.function running one training step on a {"inputs", "targets"} batch; returns the mean loss."""
+
+    @tf.function(jit_compile=jit_compile)
+    def train_step(features):
+        with tf.GradientTape() as tape:
+            logits = model(features, training=True)
+            loss_sum, tokens = label_smoothed_cross_entropy(features["targets"], logits, label_smoothing)
+            loss = loss_sum / tokens
+        gradients = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+        return loss
+
+    return train_step
+
+
+class KerasHubTransformer(keras.Model):
+    """The peer: the paper's encoder-decoder assembled from keras-hub's Transformer layers.
+
+    Shared source/target/pre-softmax embedding (keras_hub.layers.ReversibleEmbedding with tied weights), scaled
+    by sqrt(d_model), plus sinusoidal positions, dropout on the sums, N encoder and N decoder layers with
+    d_model / num_heads per head. keras-hub applies its `dropout` to attention weights as well as to
+    sub-layer outputs, where the paper has residual dropout only.
+    """
+
+    def __init__(self, hparams, vocab_size, **kwargs):
+        super().__init__(**kwargs)
+        import keras_hub
+
+        layer_args = dict(
+            intermediate_dim=hparams.d_ff,
+            num_heads=hparams.num_heads,
+            dropout=hparams.dropout,
+            layer_norm_epsilon=hparams.layer_norm_epsilon,
+            normalize_first=hparams.norm_placement == "pre",
+        )
+        self.scale = hparams.d_model**0.5
+        self.embedding = keras_hub.layers.ReversibleEmbedding(vocab_size, hparams.d_model, tie_weights=True)
+        self.positions = keras_hub.layers.SinePositionEncoding()
+        self.source_dropout = keras.layers.Dropout(hparams.dropout)
+        self.target_dropout = keras.layers.Dropout(hparams.dropout)
+        self.encoder_layers = [keras_hub.layers.TransformerEncoder(**layer_args) for _ in range(hparams.num_layers)]
+        self.decoder_layers = [keras_hub.layers.TransformerDecoder(**layer_args) for _ in range(hparams.num_layers)]
+
+    def _embed(self, ids, dropout, training):
+        x = self.embedding(ids) * self.scale
+        return dropout(x + self.positions(x), training=training)
+
+    def call(self, features, training=None):
+        inputs, targets = features["inputs"], features["targets"]
+        decoder_inputs = tf.pad(targets[:, :-1], [[0, 0], [1, 0]], constant_values=PAD_ID)
+        source_mask = tf.not_equal(inputs, PAD_ID)
+        x = self._embed(inputs, self.source_dropout, training)
+        for layer in self.encoder_layers:
+            x = layer(x, padding_mask=source_mask, training=training)
+        y = self._embed(decoder_inputs, self.target_dropout, training)
+        for layer in self.decoder_layers:
+            y = layer(y, encoder_sequence=x, encoder_padding_mask=source_mask, training=training)
+        return self.embedding(y, reverse=True)
+
+
+def build_keras_hub_peer(hparams, vocab_size, features):
+    """The keras-hub peer with its weights created; refuses settings it cannot match."""
+    try:
+        import keras_hub  # noqa: F401
+    except ImportError:
+        raise UserError("--peer keras_hub needs keras-hub: pip install keras-hub (the [bench] extra)") from None
+    if hparams.d_k != hparams.d_model // hparams.num_heads or hparams.d_v != hparams.d_k:
+        raise UserError("--peer keras_hub needs d_k = d_v = d_model / num_heads (keras-hub's head size)")
+    if not hparams.shared_embedding or hparams.position_encoding != "sinusoid":
+        raise UserError("--peer keras_hub needs shared_embedding=true and position_encoding=sinusoid")
+    model = KerasHubTransformer(hparams, vocab_size, name="keras_hub_transformer")
+    model({name: ids[:1] for name, ids in features.items()})
+    return model
+
+
+def _warmed_up_steps(models, optimizers, hparams, features, mode, warmup):
+    """{label: a callable running one step} for `mode`, each traced (compiled) and warmed up; and
+    {label: error} for the models XLA could not compile (a graph failure is raised)."""
+    steps, errors = {}, {}
+    for label, model in models.items():
+        progress(f"train: {label}, {mode}: tracing{' and XLA compiling' if mode == 'xla' else ''}, "
+                 f"{warmup} warm-up steps")
+        step = make_train_step(model, optimizers[label], hparams.label_smoothing, jit_compile=mode == "xla")
+        try:
+            for _ in range(warmup):
+                wait_for(step(features))
+        except (tf.errors.InvalidArgumentError, tf.errors.UnimplementedError) as error:
+            if mode != "xla":
+                raise
+            errors[label] = error.message.splitlines()[0]
+            progress(f"train: {label}: XLA failed: {errors[label]}")
+            continue
+        steps[label] = functools.partial(step, features)
+    return steps, errors
+
+
+def measure(models, hparams, features, modes, warmup, repeats):
+    """Median step seconds {label: {mode: seconds}}, XLA errors {label: {mode: error}}, and the matmul peak.
+
+    Within a mode the models' steps and a large matmul are timed in turns (one of each per round), so a busy
+    machine slows them alike: the ratios and the MFU survive the noise.
+    """
+    optimizers = {}
+    for label, model in models.items():
+        optimizers[label] = make_optimizer(hparams)
+        optimizers[label].build(model.trainable_variables)
+    product, product_flops, peak = matmul_product()
+    wait_for(product())
+    seconds = {label: {} for label in models}
+    errors = {label: {} for label in models}
+    product_seconds = []
+    for mode in modes:
+        steps, mode_errors = _warmed_up_steps(models, optimizers, hparams, features, mode, warmup)
+        for label, error in mode_errors.items():
+            errors[label][mode] = error
+        progress(f"train: {mode}: {repeats} timed rounds of {', '.join(steps)} and a matmul")
+        times = interleaved_times({**steps, "matmul": product}, warmup=0, repeats=repeats)
+        product_seconds += times.pop("matmul")
+        for label, step_times in times.items():
+            seconds[label][mode] = statistics.median(step_times)
+    for label in models:
+        if not seconds[label]:
+            raise UserError(f"{label}: the training step ran in no mode: {errors[label]}")
+    peak.update(flops_per_sec=product_flops / statistics.median(product_seconds), timed_calls=len(product_seconds))
+    return seconds, errors, peak
+
+
+def _best(seconds):
+    mode = min(seconds, key=seconds.get)
+    return mode, seconds[mode]
+
+
+def run(args):
+    check_peer(args, PEERS)
+    hparams = resolve_hparams(args)
+    vocab_size = resolve_vocab_size(args)
+    warmup = max(1, DEFAULT_WARMUP if args.warmup is None else args.warmup)
+    repeats = args.repeats or DEFAULT_REPEATS
+    features = {
+        name: tf.constant(ids)
+        for name, ids in random_token_batch(args.batch_sentences, args.src_len, args.tgt_len, vocab_size).items()
+    }
+    models = {"t2t_repro": build_transformer(hparams, vocab_size)}
+    if args.peer == "keras_hub":
+        models["keras_hub"] = build_keras_hub_peer(hparams, vocab_size, features)
+    seconds, errors, peak = measure(models, hparams, features, _MODES[args.jit_compile], warmup, repeats)
+
+    mode, step_seconds = _best(seconds["t2t_repro"])
+    config = {
+        "hparams": args.hparams,
+        "hparams_overrides": args.hparams_overrides,
+        **batch_config(args, vocab_size),
+        "params": models["t2t_repro"].count_params(),
+        "compiled": mode,
+        **{f"{m}_step_ms": s * 1e3 for m, s in seconds["t2t_repro"].items()},
+        **{f"{m}_error": e for m, e in errors["t2t_repro"].items()},
+        "warmup": warmup,
+        "repeats": repeats,
+        "device": device_description(),
+    }
+    peer = {}
+    if args.peer:
+        peer_mode, peer_seconds = _best(seconds[args.peer])
+        peer = {"peer": args.peer, "seconds": peer_seconds}
+        config.update(
+            peer_compiled=peer_mode,
+            peer_params=models[args.peer].count_params(),
+            **{f"peer_{m}_step_ms": s * 1e3 for m, s in seconds[args.peer].items()},
+            **{f"peer_{m}_error": e for m, e in errors[args.peer].items()},
+        )
+
+    target_tokens = args.batch_sentences * args.tgt_len
+    flops = train_step_flops(hparams, vocab_size, args.batch_sentences, args.src_len, args.tgt_len)
+
+    def compared(metric, of_seconds, unit, extra=None):
+        peer_args = {"peer": peer["peer"], "peer_value": of_seconds(peer["seconds"])} if peer else {}
+        return measurement(metric, of_seconds(step_seconds), unit, {**config, **(extra or {})}, **peer_args)
+
+    peak_config = {f"matmul_{key}": peak[key] for key in ("size", "dtype", "tf32")}
+    return [
+        compared("train_target_tokens_per_sec", lambda s: target_tokens / s, "tokens/s"),
+        compared("train_step_ms", lambda s: s * 1e3, "ms"),
+        measurement("matmul_peak", peak["flops_per_sec"] / 1e9, "GFLOP/s",
+                    {key: value for key, value in peak.items() if key != "flops_per_sec"}
+                    | {"device": config["device"]}),
+        compared(
+            "mfu",
+            lambda s: flops / s / peak["flops_per_sec"],
+            "fraction",
+            {"flops_per_step": flops, "flops_formula": TRAIN_FLOPS_FORMULA,
+             "model_gflops_per_sec": flops / step_seconds / 1e9,
+             "matmul_peak_gflops_per_sec": peak["flops_per_sec"] / 1e9, **peak_config},
+        ),
+    ]
