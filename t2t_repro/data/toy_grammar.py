@@ -138,8 +138,8 @@ class Grammar:
         if kind in ("main", "conjunct", "conjunct_last") and not clause.front:
             if clause.adverb and rng.random() < 0.35:
                 clause.front = "adverb"
-            elif clause.pps and rng.random() < 0.15:
-                clause.front = "pp"
+            elif clause.pps and rng.random() < 0.15 and not _starts_with_noun(subject):
+                clause.front = "pp"  # not before "apple trees": "In the garden apple trees ..." reads two ways
         self._close_tail(clause, kind)
         return clause
 
@@ -294,6 +294,14 @@ class Grammar:
         if phrase.relative is not None:
             return Tree("NP", [node, self.clause_tree(phrase.relative, antecedent=phrase)])
         return node
+
+
+def _starts_with_noun(phrase):
+    """True for a phrase whose first word is a noun (a bare plural, maybe a compound), which could continue
+    the noun phrase before it."""
+    if phrase is not None and phrase.kind == "coordination":
+        return _starts_with_noun(phrase.head[0])
+    return phrase is not None and phrase.kind == "noun" and not phrase.determiner and not phrase.adjectives
 
 
 def sentence_words(tree):

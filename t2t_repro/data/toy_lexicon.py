@@ -8,7 +8,8 @@ a German suffix chosen by the stem's last letter (as -ung, -chen and -lich do in
 noun's gender and plural class. Frequencies are Zipf-like: the core words are the most frequent.
 
     lexicon = build_lexicon(seed=1)
-    lexicon.noun(random.Random(0)).german   # ("Hund", "Hunde", "m")
+    lexicon.nouns[0]                        # Word("noun", ("dog", "dogs"), ("Hund", "Hunde", "m"))
+    lexicon.noun(random.Random(0)).german   # ("Zägüdril", "Zägüdrile", "m"), a generated noun
 """
 
 import bisect
