@@ -42,7 +42,12 @@ def treebank(tmp_path_factory):
 
 
 def _read(directory):
-    return {name: open(os.path.join(directory, name), "rb").read() for name in sorted(os.listdir(directory))}
+    """{file name: bytes} of the files of a directory."""
+    contents = {}
+    for name in sorted(os.listdir(directory)):
+        with open(os.path.join(directory, name), "rb") as f:
+            contents[name] = f.read()
+    return contents
 
 
 # The language pair ----------------------------------------------------------------------------------------------
@@ -166,8 +171,7 @@ def test_treebank_layout_sizes_and_determinism(treebank, tmp_path):
 
 def test_trees_are_well_formed_ptb_with_tags(treebank):
     path = os.path.join(treebank, "23", sorted(os.listdir(os.path.join(treebank, "23")))[0])
-    text = open(path, encoding="utf-8").read()
-    assert text.startswith("( (S") or text.startswith("( (SQ")
+    assert _read(os.path.join(treebank, "23"))[os.path.basename(path)].startswith(b"( (S")
     trees = ptb_tree.read_trees(path)
     for tree in trees:
         assert tree.label == "" and len(tree.children) == 1  # the Treebank's unlabelled wrapper
@@ -177,7 +181,7 @@ def test_trees_are_well_formed_ptb_with_tags(treebank):
         labels = [node.label for event, node in ptb_tree.walk(cleaned) if event == ptb_tree.OPEN]
         assert set(labels) <= set(PHRASE_LABELS)
         assert ptb_tree.delinearise(ptb_tree.linearise(cleaned), cleaned.words()).to_ptb() == cleaned.to_ptb()
-    all_text = "".join(open(os.path.join(treebank, "02", f)).read() for f in os.listdir(os.path.join(treebank, "02")))
+    all_text = b"".join(_read(os.path.join(treebank, "02")).values()).decode("utf-8")
     for label in ("(SBAR", "(PP", "(WHNP-1", "(-NONE- *T*-1)", "(NP-SBJ", "(CC", "(, ,)"):
         assert label in all_text, label
 
