@@ -32,25 +32,11 @@ def build_parser():
     return parser
 
 
-def summary_line(summary):
-    """One line: what was generated (or reused), the counts, the vocabulary size and the time."""
-    parts = []
-    for split, counts in summary["splits"].items():
-        dropped = counts["dropped_empty"] + counts["dropped_too_long"]
-        detail = f" ({counts['dropped_empty']} empty, {counts['dropped_too_long']} too long dropped)" if dropped else ""
-        parts.append(f"{split} {counts['examples']:,}{detail}")
-    action = "reused" if summary["reused"] else "generated"
-    speed = f", {summary['pairs_per_s']:,.0f} pairs/s" if "pairs_per_s" in summary else ""
-    return (
-        f"{summary['problem']}: {action} {', '.join(parts)} examples; vocab {summary['vocab_size']:,}; "
-        f"{summary['seconds']:.1f} s{speed}; in {summary['directory']}"
-    )
-
-
 def _main(argv):
     args = build_parser().parse_args(argv)
     quiet_tensorflow()
     from t2t_repro import registry
+    from t2t_repro.data.text_problem import summary_line
 
     problem = registry.get_problem(args.problem)
     summary = problem.generate_data(args.data_dir, tmp_dir=args.tmp_dir, manual_dir=args.manual_dir)

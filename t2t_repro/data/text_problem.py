@@ -222,3 +222,18 @@ class TextPairProblem(Problem):
 def _check_split(split):
     if split not in SPLITS:
         raise UserError(f"unknown split {split!r}: must be one of {', '.join(SPLITS)}")
+
+
+def summary_line(summary):
+    """One line: what was generated (or reused), the counts, the vocabulary size and the time."""
+    parts = []
+    for split, counts in summary["splits"].items():
+        dropped = counts["dropped_empty"] + counts["dropped_too_long"]
+        detail = f" ({counts['dropped_empty']} empty, {counts['dropped_too_long']} too long dropped)" if dropped else ""
+        parts.append(f"{split} {counts['examples']:,}{detail}")
+    action = "reused" if summary["reused"] else "generated"
+    speed = f", {summary['pairs_per_s']:,.0f} pairs/s" if "pairs_per_s" in summary else ""
+    return (
+        f"{summary['problem']}: {action} {', '.join(parts)} examples; vocab {summary['vocab_size']:,}; "
+        f"{summary['seconds']:.1f} s{speed}; in {summary['directory']}"
+    )

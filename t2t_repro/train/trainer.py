@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from t2t_repro import registry
 from t2t_repro.data.batching import token_batches
+from t2t_repro.data.text_problem import summary_line
 from t2t_repro.errors import UserError
 from t2t_repro.hparams_type import apply_overrides
 from t2t_repro.model import build_transformer
@@ -106,7 +107,7 @@ class Trainer:
         if not self.problem.data_ready(config.data_dir):
             print(f"generating data for {config.problem} in {config.data_dir}", flush=True)
             summary = self.problem.generate_data(config.data_dir, config.tmp_dir, config.manual_dir)
-            print(f"datagen: {summary}", flush=True)
+            print(summary_line(summary), flush=True)
         if self.chief:
             info = run_dir.RunInfo(
                 config.problem, config.hparams_set, config.hparams_overrides, os.path.abspath(config.data_dir),
