@@ -88,10 +88,28 @@ def trained_run(tmp_path_factory, tiny_data_dir):
 
 
 @pytest.fixture(scope="session")
-def exported_model(tmp_path_factory, trained_run):
-    """The version directory (export_dir/1) of a SavedModel exported from `trained_run` by t2t-repro-exporter:
-    the problem's beam 4 and alpha 0.6, with extra_length 6 to keep decoding short."""
-    export_dir = tmp_path_factory.mktemp("export")
-    result = run_cli("exporter", f"--output_dir={trained_run}", f"--export_dir={export_dir}", "--extra_length=6")
+def serving_run(tmp_path_factory, tiny_data_dir):
+    """The output_dir of a tiny run trained long enough (150 steps, about 30 s) that beam search gives varied,
+    non-empty outputs, so comparisons of decoders and exports are not between empty strings. No averaging, no
+    test decoding: its checkpoint is checkpoints/ckpt-150."""
+    output_dir = tmp_path_factory.mktemp("serving_run") / "out"
+    result = run_cli(
+        "trainer", *TINY_RUN_FLAGS, "--train_steps=150", "--log_steps=50", "--eval_steps=1000",
+        "--eval_decode_sentences=0", "--skip_average", "--skip_test",
+        f"--data_dir={tiny_data_dir}", f"--output_dir={output_dir}",
+    )
     assert result.returncode == 0, result.stdout + result.stderr
+    return output_dir
+
+
+@pytest.fixture(scope="session")
+def exported_model(tmp_path_factory, serving_run):
+    """The version directory (export_dir/1) of a SavedModel exported from `serving_run` by t2t-repro-exporter
+    (run in this process): the problem's beam 4 and alpha 0.6, with extra_length 6 to keep decoding short."""
+    from t2t_repro.cli import exporter
+    from t2t_repro.cli.common import run_main
+
+    export_dir = tmp_path_factory.mktemp("export")
+    status = run_main(exporter._main, [f"--output_dir={serving_run}", f"--export_dir={export_dir}", "--extra_length=6"])
+    assert status == 0
     return export_dir / "1"

@@ -1,0 +1,86 @@
+"""Versioned export directories in the layout TensorFlow Serving expects: `base/<N>/`, integer N, newest served.
+
+A version is written into a hidden temporary directory inside `base` (same filesystem) and renamed to the next
+free integer only when complete, so a reader (TensorFlow Serving polls `base`) never sees a half-written
+version, and a failed or interrupted export leaves no version behind. Temporary directories are named
+`.tmp-export-<pid>-...`, which TensorFlow Serving ignores (not an integer); those of processes that no longer
+run are removed by the next export.
+"""
+
+import errno
+import os
+import shutil
+import tempfile
+
+from t2t_repro.errors import UserError
+
+_TEMP_PREFIX = ".tmp-export-"
+
+
+def list_versions(base):
+    """The integer versions under `base`, ascending (directories named by a non-negative integer)."""
+    try:
+        names = os.listdir(base)
+    except FileNotFoundError:
+        return []
+    return sorted(int(name) for name in names if name.isdigit() and os.path.isdir(os.path.join(base, name)))
+
+
+def latest_version_dir(base):
+    """The path of the newest version under `base`; UserError if there is none."""
+    versions = list_versions(base)
+    if not versions:
+        if not os.path.isdir(base):
+            raise UserError(f"{base} does not exist: export a model there with t2t-repro-exporter")
+        raise UserError(f"{base} holds no version directory (1/, 2/, ...): export a model there with t2t-repro-exporter")
+    return os.path.join(base, str(versions[-1]))
+
+
+def _process_running(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_temporaries(base):
+    """Removes the temporary directories that exports which died (killed, power loss) left in `base`."""
+    for name in os.listdir(base):
+        if not name.startswith(_TEMP_PREFIX):
+            continue
+        pid_text = name[len(_TEMP_PREFIX):].split("-", 1)[0]
+        if pid_text.isdigit() and not _process_running(int(pid_text)):
+            shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+
+
+def write_new_version(base, write):
+    """Calls `write(path)` on a temporary directory, then publishes it as `base/<latest + 1>`; returns that path.
+
+    Any failure (an exception, KeyboardInterrupt) removes the temporary directory and re-raises: no version
+    appears. Two exports racing for the same number both succeed, with different numbers.
+    """
+    try:
+        os.makedirs(base, exist_ok=True)
+        remove_stale_temporaries(base)
+        temporary = tempfile.mkdtemp(prefix=f"{_TEMP_PREFIX}{os.getpid()}-", dir=base)
+    except OSError as error:
+        raise UserError(f"cannot write to export directory {base}: {error.strerror}") from None
+    try:
+        write(temporary)
+        os.chmod(temporary, 0o755)  # mkdtemp makes it private; servers often run as another user
+        while True:
+            versions = list_versions(base)
+            target = os.path.join(base, str(versions[-1] + 1 if versions else 1))
+            try:
+                os.rename(temporary, target)
+                return target
+            except OSError as error:
+                # Another export took this number between listing and renaming: take the next one.
+                if error.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                    raise
+    except BaseException:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise
