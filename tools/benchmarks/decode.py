@@ -1,0 +1,167 @@
+"""Beam-search decoding speed: with the key/value cache against recomputing the decoder over the prefix.
+
+Random weights and random source ids (vocabulary 37,000 unless --problem says otherwise); beam 4, 16
+sentences, outputs of exactly 64 tokens by default. Both searches run t2t_repro.decode.beam_search with EOS
+disabled (eos_id=-1), so no hypothesis ends early and the two do the same number of steps; the maximum
+output length is the source length plus (output length - source length), as section 6.1's "input length +
+extra". Throughput counts the output tokens of one hypothesis per sentence: sentences x output length /
+median seconds per batch. The cached / uncached ratio should be at least 5.
+
+With --peer keras_hub, the cached search is compared with keras-hub's BeamSampler generating the same number
+of tokens at the same beam size from an encoder-decoder of keras-hub layers of the same sizes
+(benchmarks.train.KerasHubTransformer), with keras-hub's own fixed-size self-attention cache and
+precomputed encoder-decoder keys/values.
+
+The decode suite's batch and output length are its own flags (--decode_batch, --output_length,
+--beam_size), since the common --batch_sentences/--tgt_len defaults are the training suite's.
+
+    python tools/benchmark.py --suite decode [--hparams transformer_base] [--peer keras_hub] [--json]
+"""
+
+import importlib.util
+import statistics
+
+import tensorflow as tf
+
+from benchmarks import check_peer, measurement, progress, random_token_batch, resolve_hparams, resolve_vocab_size
+from benchmarks.timing import device_description, interleaved_times, median_seconds
+from t2t_repro.decode.beam_search import compiled_search
+from t2t_repro.errors import UserError
+from t2t_repro.model import build_transformer
+from t2t_repro.special_tokens import PAD_ID
+
+PEERS = ("keras_hub",)
+DEFAULT_WARMUP = 0  # beyond the first call, which traces, runs once and checks the output length
+DEFAULT_REPEATS = 5
+TARGET_SPEEDUP = 5.0
+NO_EOS = -1  # an id no token has: hypotheses run to the maximum length
+
+
+def add_arguments(parser):
+    parser.add_argument("--beam_size", type=int, default=4, help="beam width (default 4, section 6.1)")
+    parser.add_argument("--decode_batch", type=int, default=16, help="sentences per batch (default 16)")
+    parser.add_argument("--output_length", type=int, default=64, help="tokens generated per hypothesis "
+                        "(default 64; must be at least --src_len)")
+    parser.add_argument("--uncached_repeats", type=int, default=1, help="timed batches of the slow uncached "
+                        "search (default 1)")
+
+
+def build_keras_hub_search(hparams, vocab_size, inputs, beam_size, output_length):
+    """A tf.function: inputs [batch, source_length] -> keras-hub BeamSampler output [batch, output_length + 1],
+    on a keras-hub encoder-decoder of the hparams' sizes with random weights."""
+    import keras_hub
+    from benchmarks.train import build_keras_hub_peer
+
+    model = build_keras_hub_peer(hparams, vocab_size, {"inputs": inputs[:1], "targets": inputs[:1, :2]})
+    sampler = keras_hub.samplers.BeamSampler(num_beams=beam_size)
+    heads, head_size = hparams.num_heads, hparams.d_model // hparams.num_heads
+
+    @tf.function
+    def generate(source):
+        batch = tf.shape(source)[0]
+        source_mask = tf.not_equal(source, PAD_ID)
+        memory = model._embed(source, model.source_dropout, False)
+        for layer in model.encoder_layers:
+            memory = layer(memory, padding_mask=source_mask, training=False)
+        cross = []
+        for layer in model.decoder_layers:
+            attention = layer._cross_attention_layer
+            cross.append(tf.stack([attention._key_dense(memory), attention._value_dense(memory)], axis=1))
+        cache = {
+            "self": tf.zeros([batch, len(model.decoder_layers), 2, output_length + 1, heads, head_size]),
+            "cross": tf.stack(cross, axis=1),
+            "memory": memory,
+            "mask": source_mask,
+        }
+
+        def next_token_logits(prompt, cache, index):
+            position = index - 1
+            y = model.embedding(prompt[:, position:position + 1]) * model.scale
+            y = y + model.positions(y, start_index=position)
+            self_caches = []
+            for i, layer in enumerate(model.decoder_layers):
+                y, self_cache, _ = layer(
+                    y, encoder_sequence=cache["memory"], encoder_padding_mask=cache["mask"],
+                    self_attention_cache=cache["self"][:, i], self_attention_cache_update_index=position,
+                    cross_attention_cache=cache["cross"][:, i], cross_attention_cache_update_index=None,
+                    training=False,
+                )
+                self_caches.append(self_cache)
+            logits = model.embedding(y, reverse=True)[:, 0]
+            return logits, None, {**cache, "self": tf.stack(self_caches, axis=1)}
+
+        prompt = tf.fill([batch, output_length + 1], tf.constant(PAD_ID, source.dtype))
+        return sampler(next_token_logits, prompt, cache=cache, index=1, stop_token_ids=None)
+
+    return generate
+
+
+def run(args):
+    check_peer(args, PEERS)
+    for name in ("beam_size", "decode_batch", "output_length", "uncached_repeats"):
+        if getattr(args, name) < 1:
+            raise UserError(f"--{name}={getattr(args, name)}: must be at least 1")
+    if args.output_length < args.src_len:
+        raise UserError(f"--output_length={args.output_length} must be at least --src_len={args.src_len}")
+    hparams = resolve_hparams(args)
+    vocab_size = resolve_vocab_size(args)
+    warmup = DEFAULT_WARMUP if args.warmup is None else args.warmup
+    repeats = args.repeats or DEFAULT_REPEATS
+    inputs = tf.constant(random_token_batch(args.decode_batch, args.src_len, 1, vocab_size)["inputs"])
+    extra_length = args.output_length - args.src_len
+    model = build_transformer(hparams, vocab_size)
+
+    config = {
+        "hparams": args.hparams,
+        "hparams_overrides": args.hparams_overrides,
+        "beam_size": args.beam_size,
+        "batch_sentences": args.decode_batch,
+        "src_len": args.src_len,
+        "output_length": args.output_length,
+        "vocab_size": vocab_size,
+        "tokens": "sentences x output_length per batch (one hypothesis per sentence)",
+        "weights": "random",
+        "warmup": warmup,
+        "repeats": repeats,
+        "device": device_description(),
+    }
+    tokens = args.decode_batch * args.output_length
+    calls = {}
+    for use_cache in (True, False):
+        label = "cached" if use_cache else "uncached"
+        search = compiled_search(model, args.beam_size, 0.6, extra_length, use_cache=use_cache, eos_id=NO_EOS)
+        progress(f"decode: tracing the {label} search")
+        ids, _ = search(inputs)  # also checks that the search really generates output_length tokens
+        if ids.shape[-1] != args.output_length:
+            raise RuntimeError(f"{label} search produced {ids.shape[-1]} tokens, not {args.output_length}")
+        calls[label] = lambda search=search: search(inputs)
+    if args.peer == "keras_hub" and importlib.util.find_spec("keras_hub") is None:
+        progress("decode: keras-hub is not installed (pip install keras-hub, the [bench] extra): peer skipped")
+        config["peer_skipped"] = "keras-hub not installed"
+    elif args.peer == "keras_hub":
+        generate = build_keras_hub_search(hparams, vocab_size, inputs, args.beam_size, args.output_length)
+        progress("decode: tracing keras-hub's BeamSampler")
+        generate(inputs)
+        calls["keras_hub"] = lambda: generate(inputs)
+
+    # The cached search and the peer are timed in turns, so that both see the same load on a shared machine.
+    progress(f"decode: cached{' and keras_hub' if 'keras_hub' in calls else ''}: {warmup} warm-up and "
+             f"{repeats} timed batches each")
+    fast = {name: calls[name] for name in ("cached", "keras_hub") if name in calls}
+    seconds = {name: statistics.median(times) for name, times in interleaved_times(fast, warmup, repeats).items()}
+    progress(f"decode: {', '.join(f'{n} {s * 1e3:.0f} ms' for n, s in seconds.items())} per batch")
+    progress(f"decode: uncached: {warmup} warm-up and {args.uncached_repeats} timed batches")
+    seconds["uncached"] = median_seconds(calls["uncached"], warmup, args.uncached_repeats)
+    progress(f"decode: uncached {seconds['uncached'] * 1e3:.0f} ms per batch")
+    peer = {"peer": "keras_hub", "peer_value": tokens / seconds["keras_hub"]} if "keras_hub" in seconds else {}
+
+    cached_rate, uncached_rate = tokens / seconds["cached"], tokens / seconds["uncached"]
+    return [
+        measurement("decode_tokens_per_s_cached", cached_rate, "tokens/s",
+                    {**config, "batch_ms": seconds["cached"] * 1e3}, **peer),
+        measurement("decode_tokens_per_s_uncached", uncached_rate, "tokens/s",
+                    {**config, "repeats": args.uncached_repeats, "batch_ms": seconds["uncached"] * 1e3}),
+        measurement("decode_cache_speedup", cached_rate / uncached_rate, "x",
+                    {**config, "target": f">= {TARGET_SPEEDUP:g}", "meets_target": cached_rate / uncached_rate
+                     >= TARGET_SPEEDUP}),
+    ]
