@@ -40,6 +40,8 @@ setup(
             "t2t-repro-avg-checkpoints=t2t_repro.cli.avg_checkpoints:main",
             "t2t-repro-bleu=t2t_repro.cli.bleu:main",
             "t2t-repro-evalb=t2t_repro.cli.evalb:main",
+            "t2t-repro-exporter=t2t_repro.cli.exporter:main",
+            "t2t-repro-serve=t2t_repro.cli.serve:main",
         ],
     },
 )
