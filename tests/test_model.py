@@ -156,3 +156,14 @@ def test_checkpoint_round_trip_restores_every_weight(tmp_path):
     fresh(features)
     tf.train.Checkpoint(model=fresh).restore(path).assert_existing_objects_matched()
     np.testing.assert_allclose(fresh(features).numpy(), expected, atol=1e-6)
+
+
+def test_attention_weights_can_be_kept_for_visualisation():
+    model = tiny_model()
+    layers = [model.encoder_layers[0].self_attention, model.decoder_layers[1].cross_attention]
+    for layer in layers:
+        layer.keep_weights = True
+    model({"inputs": tf.constant([[5, 6, 7, 1]]), "targets": tf.constant([[8, 1]])})
+    assert layers[0].last_weights.shape == (1, 4, 4, 4)
+    assert layers[1].last_weights.shape == (1, 4, 2, 4)
+    np.testing.assert_allclose(layers[1].last_weights.numpy().sum(-1), 1.0, rtol=1e-5)

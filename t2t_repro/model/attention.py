@@ -60,6 +60,9 @@ class MultiHeadAttention(keras.layers.Layer):
             `memory_kv`, computed once per sentence. With a cache, the call returns (output, new_cache).
         training: enables dropout.
 
+    Setting `keep_weights = True` makes each (eager) call store its attention weights,
+    [batch, h, query_length, key_length], in `last_weights`, for visualisations (the paper's Figures 3-5).
+
     Example:
         >>> layer = MultiHeadAttention(num_heads=8, d_k=64, d_v=64, d_model=512)
         >>> layer(tf.zeros([2, 5, 512])).shape
@@ -82,6 +85,8 @@ class MultiHeadAttention(keras.layers.Layer):
             self.kv_dense = keras.layers.Dense(keys_values, name="kv")
         self.output_dense = keras.layers.Dense(d_model, name="output")
         self.weights_dropout = keras.layers.Dropout(attention_dropout)
+        self.keep_weights = False
+        self.last_weights = None
 
     def _split_heads(self, x, depth):
         shape = tf.shape(x)
@@ -109,13 +114,15 @@ class MultiHeadAttention(keras.layers.Layer):
         else:
             q = self.q_dense(query)
             kv = cache if cache is not None else self._keys_values(memory)
-        heads, _ = scaled_dot_product_attention(
+        heads, weights = scaled_dot_product_attention(
             self._split_heads(q, self.d_k),
             kv["k"],
             kv["v"],
             bias,
             weights_dropout=lambda w: self.weights_dropout(w, training=training),
         )
+        if self.keep_weights:
+            self.last_weights = weights
         shape = tf.shape(heads)
         output = self.output_dense(tf.reshape(heads, [shape[0], shape[1], self.num_heads * self.d_v]))
         if cache is None:
