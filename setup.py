@@ -27,6 +27,7 @@ setup(
         "sacremoses",
         "tensorboard",
         "tqdm",
+        "matplotlib",
     ],
     extras_require={
         "test": ["pytest"],
@@ -42,6 +43,7 @@ setup(
             "t2t-repro-evalb=t2t_repro.cli.evalb:main",
             "t2t-repro-exporter=t2t_repro.cli.exporter:main",
             "t2t-repro-serve=t2t_repro.cli.serve:main",
+            "t2t-repro-visualize=t2t_repro.cli.visualize:main",
         ],
     },
 )

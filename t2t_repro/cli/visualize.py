@@ -1,0 +1,88 @@
+"""t2t-repro-visualize: attention heat maps of a trained run for a sentence, and its training curves.
+
+    t2t-repro-visualize --output_dir=O --sentence="The cat sat on the mat." --out=figures [--layer=5]
+    t2t-repro-visualize --output_dir=O --curves --out=figures
+
+With --sentence: the run's model (its newest checkpoint, or --checkpoint) decodes the sentence by beam search
+(the problem's defaults; --beam_size=1 is greedy), then runs teacher-forced on the sentence and its output, and
+for every layer (or only --layer, numbered from 1 as the paper's "layer 5 of 6") writes one PNG per head and
+one with all heads of the encoder self-attention, the decoder self-attention and the encoder-decoder attention,
+the subword tokens on the axes (the paper's Figures 3-5). With --curves: loss, learning rate, throughput and
+dev loss, perplexity and BLEU or F1 over the training steps, from the run's TensorBoard logs. Both may be given.
+"""
+
+import argparse
+import os
+import sys
+
+from t2t_repro.cli.common import quiet_tensorflow, run_main
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog="t2t-repro-visualize", description=__doc__.splitlines()[0])
+    parser.add_argument("--output_dir", required=True, help="the training run's output_dir")
+    parser.add_argument("--out", required=True, help="directory for the PNG files (created if missing)")
+    parser.add_argument("--sentence", help="source sentence whose attention to draw")
+    parser.add_argument("--layer", type=int, action="append",
+                        help="layer to draw, numbered from 1; repeatable (default: every layer)")
+    parser.add_argument("--checkpoint", help="checkpoint prefix to restore (default: the run's newest)")
+    parser.add_argument("--beam_size", type=int, help="beam width; 1 is greedy (default: the problem's)")
+    parser.add_argument("--alpha", type=float, help="length penalty exponent (default: the problem's)")
+    parser.add_argument("--extra_length", type=int, help="max output length = input length + this "
+                        "(default: the problem's)")
+    parser.add_argument("--curves", action="store_true", help="plot the training curves of the run's logs")
+    return parser
+
+
+def prepare_out_dir(path):
+    """Creates `path` if needed; a directory that cannot be created or written to is a UserError."""
+    from t2t_repro.errors import UserError
+
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as error:
+        raise UserError(f"--out={path}: cannot create the directory ({error.strerror})") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UserError(f"--out={path}: the directory is not writable")
+
+
+def _main(argv):
+    args = build_parser().parse_args(argv)
+    from t2t_repro.errors import UserError
+
+    if args.sentence is None and not args.curves:
+        raise UserError("nothing to draw: give --sentence=TEXT (attention maps) and/or --curves")
+    if args.sentence is not None and not args.sentence.strip():
+        raise UserError("--sentence is empty: give the text whose attention to draw")
+    if not os.path.isdir(args.output_dir):
+        raise UserError(f"--output_dir={args.output_dir}: no such directory")
+    prepare_out_dir(args.out)
+    quiet_tensorflow()
+    written = []
+    if args.sentence is not None:
+        from t2t_repro.train.run_dir import restore_run
+        from t2t_repro.visualize.attention_maps import compute_attention_maps, render_attention_maps
+
+        run = restore_run(args.output_dir, args.checkpoint)
+        layers = args.layer
+        if layers and not all(1 <= layer <= run.hparams.num_layers for layer in layers):
+            raise UserError(f"--layer={layers}: this model's layers are numbered 1 to {run.hparams.num_layers}")
+        maps = compute_attention_maps(run, args.sentence, args.beam_size, args.alpha, args.extra_length)
+        print(f"source: {' '.join(maps.source_tokens)}")
+        print(f"output: {' '.join(maps.output_tokens)}")
+        print(f"decoded: {maps.translation}")
+        written += render_attention_maps(maps, args.out, layers)
+    if args.curves:
+        from t2t_repro.visualize.curves import plot_curves
+
+        written += plot_curves(args.output_dir, args.out)
+    print(f"wrote {len(written)} PNG files to {args.out}")
+    return 0
+
+
+def main(argv=None):
+    sys.exit(run_main(_main, argv))
+
+
+if __name__ == "__main__":
+    main()

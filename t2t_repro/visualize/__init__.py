@@ -1,0 +1,32 @@
+"""Pictures of a trained run: attention heat maps (the paper's Figures 3-5) and training curves.
+
+    maps = attention_maps.compute_attention_maps(restore_run(output_dir), "The cat sat on the mat.")
+    paths = attention_maps.render_attention_maps(maps, out_dir)
+    paths = curves.plot_curves(output_dir, out_dir)
+
+Figures are drawn with matplotlib's Agg backend (no display needed) and written as PNG files atomically.
+"""
+
+import os
+
+
+def new_figure(width, height):
+    """A matplotlib Figure on an Agg canvas, outside pyplot's global state (nothing to close, nothing leaks)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def save_figure(figure, path, dpi=100):
+    """Writes `figure` as a PNG at `path` through a temporary file and a rename; returns `path`."""
+    temporary = f"{path}.tmp-{os.getpid()}"
+    try:
+        figure.savefig(temporary, format="png", dpi=dpi)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+    return path
