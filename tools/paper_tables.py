@@ -133,7 +133,8 @@ def table1_verdict(summary):
                    f"the O(n^2 d) term of Table 1 dominating beyond n ~ {crossover:.0f}")
         if last > flops_last + 0.2:
             verdict += ("; faster than the FLOP count because the softmax writes and reads the n^2 h attention "
-                        "weights, memory traffic that also grows as n^2 (one doubling, so noisy on a shared machine)")
+                        "weights, memory traffic that also grows as n^2 and slows once it outgrows the caches (one doubling, "
+                        "so noisy on a shared machine)")
         return verdict
     return (f"not within n <= {longest}: the last doubling grows the time as n^{last:.2f} and the FLOP count as "
             f"n^{flops_last:.2f}. The projections' O(n d^2) cost the layer as much as the O(n^2 d) products at "
