@@ -10,7 +10,10 @@ median seconds per batch. The cached / uncached ratio should be at least 5.
 With --peer keras_hub, the cached search is compared with keras-hub's BeamSampler generating the same number
 of tokens at the same beam size from an encoder-decoder of keras-hub layers of the same sizes
 (benchmarks.train.KerasHubTransformer), with keras-hub's own fixed-size self-attention cache and
-precomputed encoder-decoder keys/values.
+precomputed encoder-decoder keys/values, laid out as keras-hub's BART does. keras-hub generates XLA-compiled
+on TensorFlow; the peer is timed both XLA-compiled and as a plain graph and the faster is reported
+(--peer_jit_compile). The cached search and the peer are timed in turns, so both see the same machine load;
+the slow uncached search is timed --uncached_repeats times (default 1) after them.
 
 The decode suite's batch and output length are its own flags (--decode_batch, --output_length,
 --beam_size), since the common --batch_sentences/--tgt_len defaults are the training suite's.
@@ -42,11 +45,14 @@ def add_arguments(parser):
     parser.add_argument("--decode_batch", type=int, default=16, help="sentences per batch (default 16)")
     parser.add_argument("--output_length", type=int, default=64, help="tokens generated per hypothesis "
                         "(default 64; must be at least --src_len)")
+    parser.add_argument("--peer_jit_compile", choices=sorted(_PEER_MODES), default="both",
+                        help="time the keras-hub peer as a plain graph (false), XLA-compiled (true), or both "
+                        "and report the faster (default)")
     parser.add_argument("--uncached_repeats", type=int, default=1, help="timed batches of the slow uncached "
                         "search (default 1)")
 
 
-def build_keras_hub_search(hparams, vocab_size, inputs, beam_size, output_length):
+def build_keras_hub_search(hparams, vocab_size, inputs, beam_size, output_length, jit_compile):
     """A tf.function: inputs [batch, source_length] -> keras-hub BeamSampler output [batch, output_length + 1],
     on a keras-hub encoder-decoder of the hparams' sizes with random weights."""
     import keras_hub
@@ -56,7 +62,7 @@ def build_keras_hub_search(hparams, vocab_size, inputs, beam_size, output_length
     sampler = keras_hub.samplers.BeamSampler(num_beams=beam_size)
     heads, head_size = hparams.num_heads, hparams.d_model // hparams.num_heads
 
-    @tf.function
+    @tf.function(jit_compile=jit_compile)
     def generate(source):
         batch = tf.shape(source)[0]
         source_mask = tf.not_equal(source, PAD_ID)
@@ -94,6 +100,31 @@ def build_keras_hub_search(hparams, vocab_size, inputs, beam_size, output_length
         return sampler(next_token_logits, prompt, cache=cache, index=1, stop_token_ids=None)
 
     return generate
+
+
+_PEER_MODES = {"both": (True, False), "true": (True,), "false": (False,)}
+
+
+def _keras_hub_calls(hparams, vocab_size, inputs, args):
+    """{"keras_hub_xla" / "keras_hub_graph": call} for the peer modes asked for; keras-hub itself generates
+    XLA-compiled on TensorFlow (its models' default jit_compile), so both are timed by default and the faster
+    is reported. A mode XLA cannot compile is left out, its error in the second dict."""
+    calls, errors = {}, {}
+    for jit_compile in _PEER_MODES[args.peer_jit_compile]:
+        mode = "xla" if jit_compile else "graph"
+        generate = build_keras_hub_search(hparams, vocab_size, inputs, args.beam_size, args.output_length,
+                                          jit_compile)
+        progress(f"decode: tracing keras-hub's BeamSampler ({mode})")
+        try:
+            generate(inputs)
+        except (tf.errors.InvalidArgumentError, tf.errors.UnimplementedError) as error:
+            if not jit_compile:
+                raise
+            errors[f"peer_{mode}_error"] = error.message.splitlines()[0]
+            progress(f"decode: keras-hub under XLA failed: {errors[f'peer_{mode}_error']}")
+            continue
+        calls[f"keras_hub_{mode}"] = lambda generate=generate: generate(inputs)
+    return calls, errors
 
 
 def run(args):
@@ -139,21 +170,26 @@ def run(args):
         progress("decode: keras-hub is not installed (pip install keras-hub, the [bench] extra): peer skipped")
         config["peer_skipped"] = "keras-hub not installed"
     elif args.peer == "keras_hub":
-        generate = build_keras_hub_search(hparams, vocab_size, inputs, args.beam_size, args.output_length)
-        progress("decode: tracing keras-hub's BeamSampler")
-        generate(inputs)
-        calls["keras_hub"] = lambda: generate(inputs)
+        peer_calls, peer_errors = _keras_hub_calls(hparams, vocab_size, inputs, args)
+        calls.update(peer_calls)
+        config.update(peer_errors)
 
     # The cached search and the peer are timed in turns, so that both see the same load on a shared machine.
-    progress(f"decode: cached{' and keras_hub' if 'keras_hub' in calls else ''}: {warmup} warm-up and "
-             f"{repeats} timed batches each")
-    fast = {name: calls[name] for name in ("cached", "keras_hub") if name in calls}
+    fast = {name: call for name, call in calls.items() if name != "uncached"}
+    progress(f"decode: {', '.join(fast)}: {warmup} warm-up and {repeats} timed batches each, in turns")
     seconds = {name: statistics.median(times) for name, times in interleaved_times(fast, warmup, repeats).items()}
     progress(f"decode: {', '.join(f'{n} {s * 1e3:.0f} ms' for n, s in seconds.items())} per batch")
+    peer = {}
+    peer_modes = {name: value for name, value in seconds.items() if name.startswith("keras_hub_")}
+    if peer_modes:
+        fastest = min(peer_modes, key=peer_modes.get)
+        peer = {"peer": "keras_hub", "peer_value": tokens / peer_modes[fastest]}
+        config.update(peer_compiled=fastest[len("keras_hub_"):],
+                      **{f"peer_{name[len('keras_hub_'):]}_batch_ms": value * 1e3 for name, value in
+                         peer_modes.items()})
     progress(f"decode: uncached: {warmup} warm-up and {args.uncached_repeats} timed batches")
     seconds["uncached"] = median_seconds(calls["uncached"], warmup, args.uncached_repeats)
     progress(f"decode: uncached {seconds['uncached'] * 1e3:.0f} ms per batch")
-    peer = {"peer": "keras_hub", "peer_value": tokens / seconds["keras_hub"]} if "keras_hub" in seconds else {}
 
     cached_rate, uncached_rate = tokens / seconds["cached"], tokens / seconds["uncached"]
     return [
