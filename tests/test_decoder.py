@@ -101,6 +101,10 @@ def test_empty_lines_give_empty_outputs(model):
     assert outputs[3] == decode(["de"], model)[0]
 
 
+def test_sources_are_stripped_like_the_training_data(model):
+    assert decode(["  abc \t"], model) == decode(["abc"], model)
+
+
 def test_over_long_line_is_truncated_with_a_warning_naming_it(model, caplog):
     long_line = "abcdefgh" * 4
     with caplog.at_level(logging.WARNING):

@@ -3,9 +3,9 @@
     hypotheses = decode_texts(sources, model, vocabulary, problem)            # list[str], postprocessed
     nbest = decode_texts_nbest(sources, model, vocabulary, problem, nbest=4)  # list[list[Hypothesis]]
 
-Sentences are encoded (with the EOS the training data ends every source with), sorted by length and decoded
-in batches by beam search (`t2t_repro.decode.beam_search`), whose results do not depend on batch
-composition; the outputs come back in input order and go through `problem.postprocess`. One bad line never
+Sentences are stripped of surrounding whitespace and encoded (with the EOS the training data ends every
+source with), sorted by length and decoded in batches by beam search (`t2t_repro.decode.beam_search`),
+whose results do not depend on batch composition; the outputs come back in input order and go through `problem.postprocess`. One bad line never
 stops the run: an empty line gives an empty output, a line longer than `max_input_length` tokens is
 truncated with a warning naming it, invalid UTF-8 in a file is replaced with a warning, and a line whose
 encoding or postprocessing fails gets a warning and its raw (or empty) output.
@@ -92,10 +92,10 @@ def format_nbest(results):
 
 
 def _encode_sources(texts, vocabulary, max_input_length):
-    """Source ids ending in EOS for each text; None for an empty (or unencodable) line."""
+    """Source ids ending in EOS for each (already stripped) text; None for an empty (or unencodable) line."""
     encoded = []
     for number, text in enumerate(texts, 1):
-        if not text.strip():
+        if not text:
             encoded.append(None)
             continue
         try:
@@ -161,7 +161,8 @@ def decode_texts_nbest(
         raise UserError(f"alpha={alpha}, extra_length={extra_length}: must not be negative")
     search = compiled_search(model, beam_size, alpha, extra_length, nbest)
 
-    texts = list(texts)
+    # Stripped, as the training data is (leading or trailing spaces would otherwise become tokens).
+    texts = [text.strip() for text in texts]
     encoded = _encode_sources(texts, vocabulary, max_input_length)
     results = [[Hypothesis("", 0.0)] * nbest for _ in texts]
     # Longest first: similar lengths share a batch (little padding), and memory peaks at the start.
