@@ -46,7 +46,11 @@ class TokenEmbedding(keras.layers.Layer):
         """Logits over the vocabulary: x times the transposed embedding matrix."""
         if not self.built:
             self.build()
-        return tf.matmul(x, self.embeddings, transpose_b=True)
+        # One 2-D matmul over all positions: a batched matmul against the shared matrix would make its
+        # gradient materialise one [vocab_size, d_model] product per sentence before summing them.
+        flat = tf.reshape(x, [-1, self.d_model])
+        logits = tf.matmul(flat, self.embeddings, transpose_b=True)
+        return tf.reshape(logits, tf.concat([tf.shape(x)[:-1], [self.vocab_size]], axis=0))
 
     def get_config(self):
         config = super().get_config()
