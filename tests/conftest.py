@@ -89,12 +89,14 @@ def trained_run(tmp_path_factory, tiny_data_dir):
 
 @pytest.fixture(scope="session")
 def serving_run(tmp_path_factory, tiny_data_dir):
-    """The output_dir of a tiny run trained long enough (150 steps, about 30 s) that beam search gives varied,
-    non-empty outputs, so comparisons of decoders and exports are not between empty strings. No averaging, no
-    test decoding: its checkpoint is checkpoints/ckpt-150."""
+    """The output_dir of a tiny run of one training step, no averaging, no test decoding (its checkpoint is
+    checkpoints/ckpt-1). Its weights are still close to their random initialisation, so beam search seldom
+    picks EOS and outputs run to their maximum length: long, varied outputs (byte pieces included) that make
+    comparisons of decoders, exports and servers meaningful. (Tiny runs of a few hundred steps mostly emit EOS
+    at once, and which of them do changes with any change to training.)"""
     output_dir = tmp_path_factory.mktemp("serving_run") / "out"
     result = run_cli(
-        "trainer", *TINY_RUN_FLAGS, "--train_steps=150", "--log_steps=50", "--eval_steps=1000",
+        "trainer", *TINY_RUN_FLAGS, "--train_steps=1", "--eval_steps=1000",
         "--eval_decode_sentences=0", "--skip_average", "--skip_test",
         f"--data_dir={tiny_data_dir}", f"--output_dir={output_dir}",
     )

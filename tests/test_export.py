@@ -76,7 +76,7 @@ def test_exporter_writes_version_1_with_its_settings(exported_model, serving_run
     assert metadata["problem"] == "wmt_ende"
     # max_input_length defaults to the run's hparams.max_length, as in t2t-repro-decoder.
     assert metadata["decode"] == {"beam_size": 4, "alpha": 0.6, "extra_length": 6, "max_input_length": 32}
-    assert metadata["checkpoint"] == str(serving_run / "checkpoints" / "ckpt-150") and metadata["step"] == 150
+    assert metadata["checkpoint"] == str(serving_run / "checkpoints" / "ckpt-1") and metadata["step"] == 1
     data_dir = json.loads((serving_run / "run.json").read_text())["data_dir"]
     vocab_model = os.path.join(data_dir, "wmt_ende", "vocab.model")
     assert (exported_model / "assets.extra" / "vocab.model").read_bytes() == open(vocab_model, "rb").read()
@@ -105,7 +105,7 @@ def test_export_runs_without_the_project_and_matches_the_decoder(exported_model,
                                     f"--decode_to_file={target_file}", "--extra_length=6", "--quiet"]) == 0
     decoded = target_file.read_text(encoding="utf-8").split("\n")[:-1]
     assert isolated["outputs"][: len(sources)] == decoded
-    assert any(len(output.split()) > 1 for output in decoded)  # the comparison is not between empty outputs
+    assert all(decoded[i] for i in range(8)) and len(set(decoded)) > 4  # not a comparison of empty strings
     # Empty sources give "" and 0.0, as the decoder; surrounding whitespace is removed, as in the training data.
     assert isolated["outputs"][8:10] == ["", ""] and isolated["scores"][8:10] == [0.0, 0.0]
     assert isolated["outputs"][-1] == isolated["outputs"][0]

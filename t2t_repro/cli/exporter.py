@@ -27,7 +27,8 @@ def build_parser():
     add("--checkpoint", default=None, help="checkpoint prefix (default: the averaged one if current, else the latest)")
     add("--beam_size", type=int, default=None, help="beam size baked into the graph (default: the problem's)")
     add("--alpha", type=float, default=None, help="length penalty exponent (default: the problem's)")
-    add("--extra_length", type=int, default=None, help="max output length = input length + this (default: the problem's)")
+    add("--extra_length", type=int, default=None,
+        help="max output length = input length + this (default: the problem's)")
     add("--max_input_length", type=int, default=None,
         help="longest source in tokens with EOS; longer ones are truncated (default: the run's hparams.max_length)")
     return parser

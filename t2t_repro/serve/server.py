@@ -41,6 +41,7 @@ class ModelServer(http.server.ThreadingHTTPServer):
 
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128  # the listen backlog: many clients connecting at once are not refused
 
     def __init__(self, served_model, model_name="model", host="127.0.0.1", port=8501):
         self.served_model = served_model

@@ -32,7 +32,8 @@ def latest_version_dir(base):
     if not versions:
         if not os.path.isdir(base):
             raise UserError(f"{base} does not exist: export a model there with t2t-repro-exporter")
-        raise UserError(f"{base} holds no version directory (1/, 2/, ...): export a model there with t2t-repro-exporter")
+        raise UserError(f"{base} holds no version directory (1/, 2/, ...): export a model there with "
+                        "t2t-repro-exporter")
     return os.path.join(base, str(versions[-1]))
 
 
