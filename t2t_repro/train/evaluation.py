@@ -31,7 +31,8 @@ class DevEvaluator:
         self.trainer = trainer
         self.writer = tf.summary.create_file_writer(os.path.join(trainer.config.output_dir, "dev"))
         self.smoothing = trainer.hparams.label_smoothing
-        self._loss_step = tf.function(self._batch_losses)
+        batch_spec = {key: tf.TensorSpec([None, None], tf.int32) for key in ("inputs", "targets")}
+        self._loss_step = tf.function(self._batch_losses, input_signature=[batch_spec])
 
     def _batch_losses(self, batch):
         logits = self.trainer.model(batch, training=False)
