@@ -1,6 +1,7 @@
 """SavedModel export: loads without this project, answers as t2t-repro-decoder does, runs under
 saved_model_cli, and is versioned atomically (TensorFlow Serving's layout)."""
 
+import base64
 import json
 import os
 import shutil
@@ -21,7 +22,7 @@ from t2t_repro.serve import export, versions
 # Loads a SavedModel in a fresh interpreter (-I: no user site, no PYTHONPATH, no current directory) where
 # importing t2t_repro fails, runs both signatures and prints their outputs as JSON.
 _ISOLATED_LOADER = r"""
-import importlib.abc, json, sys
+import base64, importlib.abc, json, sys
 
 class RefuseProject(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
@@ -34,7 +35,8 @@ import tensorflow_text  # registers the SentencePiece ops
 
 request = json.load(sys.stdin)
 loaded = tf.saved_model.load(request["path"])
-text = loaded.signatures["serving_default"](inputs=tf.constant(request["texts"]))
+texts = [base64.b64decode(text) for text in request["texts"]]
+text = loaded.signatures["serving_default"](inputs=tf.constant(texts))
 ids = loaded.signatures["ids"](inputs=tf.constant(request["ids"], tf.int32))
 print(json.dumps({
     "outputs": [o.decode("utf-8") for o in text["outputs"].numpy()],
@@ -52,6 +54,9 @@ _SAVED_MODEL_CLI = "import sys, tensorflow_text; from tensorflow.python.tools im
 
 
 def _isolated_run(version_dir, texts, ids):
+    """Runs both signatures of the SavedModel in an interpreter where t2t_repro cannot be imported; `texts`
+    are str or bytes (any bytes, even invalid UTF-8)."""
+    texts = [base64.b64encode(t if isinstance(t, bytes) else t.encode("utf-8")).decode("ascii") for t in texts]
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "PYTHONHOME")}
     env["TF_CPP_MIN_LOG_LEVEL"] = "3"
     completed = subprocess.run(
@@ -95,16 +100,18 @@ def test_export_runs_without_the_project_and_matches_the_decoder(exported_model,
     padded = np.zeros([3, max(map(len, source_ids))], np.int32)
     for row, ids in enumerate(source_ids):
         padded[row, : len(ids)] = ids
-    isolated = _isolated_run(exported_model, sources + ["  " + sources[0] + " \u3000"], padded.tolist())
+    invalid_utf8 = sources[1].encode("utf-8") + b" \xff\xfe caf\xc3"  # the decoder replaces these bytes
+    padded_with_space = "  " + sources[0] + " \u3000"
+    isolated = _isolated_run(exported_model, sources + [invalid_utf8, padded_with_space], padded.tolist())
     assert isolated["project_modules"] == []
     assert isolated["signatures"] == ["ids", "serving_default"]
 
     source_file, target_file = tmp_path / "sources.en", tmp_path / "decoded.de"
-    source_file.write_text("\n".join(sources) + "\n", encoding="utf-8")
+    source_file.write_bytes(b"\n".join([s.encode("utf-8") for s in sources] + [invalid_utf8]) + b"\n")
     assert run_main(decoder._main, [f"--output_dir={serving_run}", f"--decode_from_file={source_file}",
                                     f"--decode_to_file={target_file}", "--extra_length=6", "--quiet"]) == 0
     decoded = target_file.read_text(encoding="utf-8").split("\n")[:-1]
-    assert isolated["outputs"][: len(sources)] == decoded
+    assert isolated["outputs"][: len(sources) + 1] == decoded
     assert all(decoded[i] for i in range(8)) and len(set(decoded)) > 4  # not a comparison of empty strings
     # Empty sources give "" and 0.0, as the decoder; surrounding whitespace is removed, as in the training data.
     assert isolated["outputs"][8:10] == ["", ""] and isolated["scores"][8:10] == [0.0, 0.0]

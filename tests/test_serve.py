@@ -267,3 +267,15 @@ def test_serve_cli_errors_are_one_line(exported_model, tmp_path, capsys, flags, 
     assert run_main(serve._main, flags) == 2
     stderr = capsys.readouterr().err
     assert stderr.strip().count("\n") == 0 and message in stderr, stderr
+
+
+def test_serve_cli_refuses_a_port_in_use(exported_model, capsys):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        assert run_main(serve._main, [f"--model_dir={exported_model.parent}", f"--port={port}"]) == 2
+    stderr = capsys.readouterr().err
+    assert f"cannot listen on 127.0.0.1:{port}" in stderr and stderr.strip().count("\n") == 0, stderr

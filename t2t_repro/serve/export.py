@@ -9,12 +9,12 @@ The SavedModel has two signatures:
 - `ids`: inputs int32 [batch, length] (source ids as the model reads them: each row ends in EOS = 1 and is
   padded with PAD = 0) -> outputs int32 [batch, length] (target ids ending in EOS, then PAD) and scores.
 
-Sentences are encoded the way the training data was (`t2t_repro.data.text_problem`): surrounding whitespace
-removed, SentencePiece ids, EOS appended; like `t2t-repro-decoder`, a source longer than `max_input_length`
-tokens (EOS included; default the run's hparams.max_length) is truncated and an empty source gives "" with
-score 0.0. Decoding is
-the project's beam search (`t2t_repro.decode.beam_search.search`) with the settings fixed at export time
-(default: the problem's, section 6.1 / 6.3), so the export answers exactly as `t2t-repro-decoder` does.
+Sentences are encoded the way the training data was (`t2t_repro.data.text_problem`): invalid UTF-8 replaced by
+U+FFFD (as the decoder reads files), surrounding whitespace removed, SentencePiece ids, EOS appended. As in
+`t2t-repro-decoder`, a source longer than `max_input_length` tokens (EOS included; default the run's
+hparams.max_length) is truncated and an empty source gives "" with score 0.0. Decoding is the project's beam
+search (`t2t_repro.decode.beam_search.search`) with the settings fixed at export time (default: the
+problem's, section 6.1 / 6.3), so the export answers as `t2t-repro-decoder` does.
 
 The graph returns the raw decoded target string. For translation that is the translation. For parsing it is
 the linearised tree: turning it into a PTB tree on the source words (`problem.postprocess`) happens outside
@@ -53,8 +53,10 @@ _WHITESPACE = (
 _SURROUNDING_WHITESPACE = f"^[{_WHITESPACE}]+|[{_WHITESPACE}]+$"
 
 
-def strip_whitespace(texts):
-    """`str.strip()` of every string of a tf.string tensor (Unicode whitespace, as the training data)."""
+def clean_text(texts):
+    """Every string of a tf.string tensor as the decoder reads a line: invalid UTF-8 replaced by U+FFFD (as
+    `bytes.decode(errors="replace")`), then `str.strip()`ed (Unicode whitespace, as the training data)."""
+    texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
     return tf.strings.regex_replace(texts, _SURROUNDING_WHITESPACE, "")
 
 
@@ -87,15 +89,16 @@ def build_serving_module(model, serialized_vocabulary, beam_size, alpha, extra_l
         return ids[:, 0], scores[:, 0]
 
     def source_ids(texts):
-        """Ragged ids of the stripped texts, truncated to max_input_length - 1 tokens, EOS appended."""
-        tokens = tokenizer.tokenize(strip_whitespace(texts))[:, : max_input_length - 1]
+        """Ragged ids of cleaned texts, truncated to max_input_length - 1 tokens, EOS appended."""
+        tokens = tokenizer.tokenize(texts)[:, : max_input_length - 1]
         eos = tf.fill([tokens.nrows(), 1], tf.constant(EOS_ID, tf.int32))
         return tf.concat([tokens, eos], axis=1)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=INPUT_NAME)])
     def serve_text(inputs):
-        non_empty = tf.reshape(tf.where(tf.strings.length(strip_whitespace(inputs)) > 0), [-1, 1])
-        to_decode = tf.gather_nd(inputs, non_empty)
+        texts = clean_text(inputs)
+        non_empty = tf.reshape(tf.where(tf.strings.length(texts) > 0), [-1, 1])
+        to_decode = tf.gather_nd(texts, non_empty)
         ids, scores = beam(source_ids(to_decode).to_tensor(PAD_ID))
         batch = tf.shape(inputs, out_type=tf.int64)[:1]
         outputs = tf.scatter_nd(non_empty, decoded_text(tokenizer, ids), batch)  # "" where empty
@@ -110,7 +113,7 @@ def build_serving_module(model, serialized_vocabulary, beam_size, alpha, extra_l
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def source_lengths(texts):
         """Source tokens of each text as the model reads it, EOS included, before truncation (request checks)."""
-        return tokenizer.tokenize(strip_whitespace(texts)).row_lengths() + 1
+        return tokenizer.tokenize(clean_text(texts)).row_lengths() + 1
 
     module.serve_text = serve_text
     module.serve_ids = serve_ids
