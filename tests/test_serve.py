@@ -258,12 +258,15 @@ def test_serve_cli_starts_answers_and_stops_on_sigterm(exported_model):
     ([], "missing --model_dir"),
     (["--model_dir={missing}"], "does not exist"),
     (["--model_dir={empty}"], "holds no version directory"),
+    (["--model_dir={corrupt}"], "cannot load the SavedModel"),
     (["--model_dir={model}", "--max_batch_size=0"], "--max_batch_size=0"),
 ])
 def test_serve_cli_errors_are_one_line(exported_model, tmp_path, capsys, flags, message):
     (tmp_path / "empty").mkdir()
-    flags = [flag.format(missing=tmp_path / "nothing", empty=tmp_path / "empty", model=exported_model.parent)
-             for flag in flags]
+    (tmp_path / "corrupt" / "3").mkdir(parents=True)
+    (tmp_path / "corrupt" / "3" / "saved_model.pb").write_bytes(b"not a protobuf")
+    flags = [flag.format(missing=tmp_path / "nothing", empty=tmp_path / "empty", corrupt=tmp_path / "corrupt",
+                         model=exported_model.parent) for flag in flags]
     assert run_main(serve._main, flags) == 2
     stderr = capsys.readouterr().err
     assert stderr.strip().count("\n") == 0 and message in stderr, stderr

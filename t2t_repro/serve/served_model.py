@@ -103,13 +103,15 @@ class ServedModel:
         self.version = int(os.path.basename(self.version_dir))
         import tensorflow_text  # noqa: F401 - registers the SentencePiece ops the exported graph uses
 
+        from google.protobuf.message import DecodeError
+
         try:
             self.loaded = tf.saved_model.load(self.version_dir)
-        except (OSError, ValueError, tf.errors.OpError) as error:
-            first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            self.signature_defs = _signature_defs_json(self.version_dir)
+        except (OSError, ValueError, DecodeError, tf.errors.OpError) as error:
+            first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
             raise UserError(f"cannot load the SavedModel in {self.version_dir}: {first_line}") from None
         self.export_metadata = read_export_metadata(self.version_dir)
-        self.signature_defs = _signature_defs_json(self.version_dir)
         self.signatures = {}
         for name, function in self.loaded.signatures.items():
             signature = _servable(name, function)
@@ -129,7 +131,11 @@ class ServedModel:
             for name, signature in self.signatures.items()
         }
         if warm_up:
-            self._warm_up()
+            try:
+                self._warm_up()
+            except BaseException:
+                self.close()
+                raise
 
     def _warm_up(self):
         """Runs every signature once, so that the first request is not slow and a broken model fails now."""
