@@ -282,3 +282,20 @@ def test_serve_cli_refuses_a_port_in_use(exported_model, capsys):
         assert run_main(serve._main, [f"--model_dir={exported_model.parent}", f"--port={port}"]) == 2
     stderr = capsys.readouterr().err
     assert f"cannot listen on 127.0.0.1:{port}" in stderr and stderr.strip().count("\n") == 0, stderr
+
+
+def test_benchmark_serve_suite_reports_latency_and_throughput(serving_run):
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    completed = subprocess.run(
+        [sys.executable, os.path.join(repo, "tools", "benchmark.py"), "--suite=serve", f"--output_dir={serving_run}",
+         "--extra_length=2", "--warmup=1", "--repeats=3", "--clients=4", "--concurrent_requests=8", "--json"],
+        capture_output=True, text=True, timeout=600, cwd=repo, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+    )
+    assert completed.returncode == 0, completed.stderr
+    lines = {line["metric"]: line for line in map(json.loads, completed.stdout.splitlines())}
+    assert set(lines) == {"serve_latency_p50_ms", "serve_latency_p99_ms", "serve_sentences_per_s",
+                          "serve_latency_under_load_p50_ms"}
+    assert all(line["suite"] == "serve" and line["value"] > 0 for line in lines.values())
+    assert lines["serve_latency_p99_ms"]["value"] >= lines["serve_latency_p50_ms"]["value"]
+    assert lines["serve_sentences_per_s"]["config"]["clients"] == 4
+    assert lines["serve_latency_p50_ms"]["config"]["extra_length"] == 2
