@@ -97,7 +97,7 @@ def serving_run(tmp_path_factory, tiny_data_dir):
     output_dir = tmp_path_factory.mktemp("serving_run") / "out"
     result = run_cli(
         "trainer", *TINY_RUN_FLAGS, "--train_steps=1", "--eval_steps=1000",
-        "--eval_decode_sentences=0", "--skip_average", "--skip_test",
+        "--eval_decode_sentences=0", "--skip_average", "--skip_test", "--skip_export",
         f"--data_dir={tiny_data_dir}", f"--output_dir={output_dir}",
     )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -46,12 +46,14 @@ def test_a_run_writes_every_file(trained_run):
         assert (out / name).is_file(), name
     assert (out / "checkpoints" / "ckpt-12.index").is_file()
     assert (out / "averaged" / "ckpt-12.index").is_file()
+    assert (out / "export" / "1" / "saved_model.pb").is_file()
     assert json.loads((out / "hparams.json").read_text())["d_model"] == 32
     run = json.loads((out / "run.json").read_text())
     assert run["problem"] == "wmt_ende" and run["command_line"][0] == "t2t-repro-trainer"
     report = json.loads((out / "report.json").read_text())
     assert report["steps"] == 12 and report["train_seconds"] > 0 and report["target_tokens_per_s"] > 0
     assert {"sacrebleu", "signature", "tokenized", "tokenized_compound_split"} <= set(report["bleu"])
+    assert report["export"] == str(out / "export" / "1")
     assert len((out / "test_decoded.txt").read_text(encoding="utf-8").splitlines()) == 20
     assert {"loss", "learning_rate", "target_tokens_per_s"} <= _scalar_tags(out / "train")
     assert {"dev_loss", "dev_perplexity", "dev_bleu"} <= _scalar_tags(out / "dev")
@@ -77,7 +79,7 @@ def test_unknown_names_are_one_line_errors(tmp_path):
 def _resume_flags(data_dir, output_dir):
     return [
         *TINY_RUN_FLAGS, "--train_steps=16", "--checkpoint_steps=2", "--eval_decode_sentences=0",
-        "--skip_average", "--skip_test", f"--data_dir={data_dir}", f"--output_dir={output_dir}",
+        "--skip_average", "--skip_test", "--skip_export", f"--data_dir={data_dir}", f"--output_dir={output_dir}",
     ]
 
 
@@ -131,7 +133,8 @@ def test_two_workers_train_to_identical_weights(tiny_data_dir, tmp_path):
         env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}))
         command = [
             sys.executable, "-m", "t2t_repro.cli.trainer", *TINY_RUN_FLAGS, "--strategy=multi_worker",
-            "--train_steps=4", "--checkpoint_steps=2", "--skip_average", "--skip_test", "--eval_decode_sentences=0",
+            "--train_steps=4", "--checkpoint_steps=2", "--skip_average", "--skip_test", "--skip_export",
+            "--eval_decode_sentences=0",
             f"--data_dir={tiny_data_dir}", f"--output_dir={out}",
         ]
         processes.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))

@@ -5,8 +5,8 @@
     t2t-repro-trainer --registry_help
 
 Data is generated first when data_dir lacks it. Restarting the same command resumes exactly where the last
-checkpoint left off. The run ends by averaging the last checkpoints, decoding the test split and writing
-report.json (each step can be skipped).
+checkpoint left off. The run ends by averaging the last checkpoints, decoding the test split, writing report.json
+and exporting a SavedModel (each step can be skipped).
 """
 
 import argparse
@@ -54,6 +54,7 @@ def build_parser():
     add("--eval_decode_sentences", type=int, default=100, help="dev sentences beam-decoded for BLEU/F1 (0: none)")
     add("--skip_average", action="store_true", help="do not average the last checkpoints at the end")
     add("--skip_test", action="store_true", help="do not decode and score the test split at the end")
+    add("--skip_export", action="store_true", help="do not export a SavedModel at the end")
     return parser
 
 
@@ -112,7 +113,8 @@ def _main(argv):
     if not trainer.chief:
         return 0
     report = finish_run(
-        trainer.config.output_dir, training, average=not args.skip_average, test=not args.skip_test
+        trainer.config.output_dir, training,
+        average=not args.skip_average, test=not args.skip_test, export=not args.skip_export,
     )
     print(json.dumps({k: v for k, v in report.items() if k in ("bleu", "f1", "precision", "recall", "steps")}))
     return 0

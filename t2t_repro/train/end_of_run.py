@@ -26,15 +26,21 @@ def decode_test_split(output_dir, checkpoint=None):
         f"(beam {defaults.beam_size}, alpha {defaults.alpha}, max length input + {defaults.extra_length})",
         flush=True,
     )
-    hypotheses = decode_texts(sources, run.model, run.vocabulary, run.problem)
+    # The longest source is the run's max_length, as for t2t-repro-decoder and the exported model.
+    hypotheses = decode_texts(
+        sources, run.model, run.vocabulary, run.problem, max_input_length=run.hparams.max_length
+    )
     write_lines_atomic(os.path.join(output_dir, TEST_OUTPUT_FILE), hypotheses)
     scores = run.problem.evaluate(hypotheses, references, sources)
     settings = {"beam_size": defaults.beam_size, "alpha": defaults.alpha, "extra_length": defaults.extra_length}
     return {**scores, "test_sentences": len(sources), "decode": settings, "checkpoint": run.checkpoint}
 
 
-def finish_run(output_dir, training, average=True, test=True):
-    """Runs the end-of-run steps that are not skipped and writes report.json; returns the report."""
+def finish_run(output_dir, training, average=True, test=True, export=True):
+    """Runs the end-of-run steps that are not skipped and writes report.json; returns the report.
+
+    The steps: average the last checkpoints, decode and score the test split, export the (averaged) model
+    as a SavedModel version under output_dir/export."""
     hparams = run_dir.load_hparams(output_dir)
     info = run_dir.load_run_info(output_dir)
     report = {"problem": info.problem, "hparams_set": info.hparams_set, **training}
@@ -46,5 +52,9 @@ def finish_run(output_dir, training, average=True, test=True):
         report["averaged_checkpoint"] = checkpoint
     if test:
         report.update(decode_test_split(output_dir, checkpoint))
+    if export:
+        from t2t_repro.serve.export import export_saved_model
+
+        report["export"] = export_saved_model(output_dir, checkpoint=checkpoint)
     run_dir.write_json_atomic(os.path.join(output_dir, REPORT_FILE), report)
     return report
