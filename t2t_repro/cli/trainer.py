@@ -46,7 +46,8 @@ def build_parser():
         help="tokens per side one device handles per micro-batch (default 4096; sets auto accumulation)")
     add("--gradient_accumulation", default="auto", help="micro-batches per update: auto or a count")
     add("--checkpoint_minutes", type=float, default=10.0, help="write a checkpoint this often (section 6.1)")
-    add("--checkpoint_steps", type=int, default=None, help="also write a checkpoint every this many steps")
+    add("--checkpoint_steps", type=int, default=None,
+        help="also write a checkpoint every this many steps (default: train_steps / (4 x averaging count))")
     add("--keep_checkpoints", type=int, default=None, help="checkpoints kept (default: the averaging count)")
     add("--seed", type=int, default=1, help="seed of initialization, dropout and data order")
     add("--log_steps", type=int, default=100, help="print and summarise training every this many steps")
