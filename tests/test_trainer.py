@@ -11,7 +11,6 @@ import sys
 import time
 
 import numpy as np
-import pytest
 import tensorflow as tf
 from conftest import TINY_RUN_FLAGS, run_cli
 

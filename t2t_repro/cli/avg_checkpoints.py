@@ -6,15 +6,13 @@ Writes O/averaged/ckpt-<step of the newest checkpoint>, which the decoder and th
 defaults to the run's hparams.checkpoint_average_count (5 for base, 20 for big, as in the paper).
 """
 
-import argparse
 import sys
 
-from t2t_repro.cli.common import quiet_tensorflow, run_main
-from t2t_repro.cli.decoder import show_info_logs
+from t2t_repro.cli.common import ArgumentParser, quiet_tensorflow, run_main, show_info_logs
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog="t2t-repro-avg-checkpoints", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="t2t-repro-avg-checkpoints", description=__doc__.splitlines()[0])
     parser.add_argument("--output_dir", required=True, help="the training run's output_dir")
     parser.add_argument("--num_last", type=int, help="checkpoints to average (default: the run's "
                         "hparams.checkpoint_average_count)")

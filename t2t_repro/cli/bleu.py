@@ -6,15 +6,14 @@ The first line is what `sacrebleu REFERENCE -i TRANSLATION -f text` prints (scor
 others are the tokenized BLEU of the paper's Table 2 (Moses tokenization, cased, compound splitting for German).
 """
 
-import argparse
 import json
 import sys
 
-from t2t_repro.cli.common import run_main
+from t2t_repro.cli.common import ArgumentParser, run_main
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog="t2t-repro-bleu", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="t2t-repro-bleu", description=__doc__.splitlines()[0])
     parser.add_argument("--translation", required=True, help="system output, one detokenized sentence per line")
     parser.add_argument("--reference", required=True, help="reference translations, line-aligned")
     parser.add_argument("--lang", default="de", help="target language code (Moses tokenizer; de: compound split)")

@@ -1,8 +1,33 @@
 """What every console script shares: quiet TensorFlow start-up and one-line errors for user mistakes."""
 
+import argparse
 import contextlib
+import logging
 import os
 import sys
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse for `--name=value` flags whose mistakes end like any other user error: one line, exit 2."""
+
+    def error(self, message):
+        from t2t_repro.errors import UserError
+
+        raise UserError(f"{message} (see {self.prog} --help)")
+
+
+def show_info_logs():
+    """Sends the library's warnings and progress logs (e.g. the throughput) to stderr, message only, unless
+    the root logger already has a handler (then that one shows them)."""
+    library_logger = logging.getLogger("t2t_repro")
+    library_logger.setLevel(logging.INFO)
+    if not logging.getLogger().handlers and not any(
+        getattr(h, "t2t_repro_cli", False) for h in library_logger.handlers
+    ):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        handler.t2t_repro_cli = True
+        library_logger.addHandler(handler)
 
 
 @contextlib.contextmanager

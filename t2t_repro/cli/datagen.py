@@ -8,23 +8,13 @@ Complete data already in data_dir is verified (sha256) and reused; an interrupte
 The last line printed is a one-line summary.
 """
 
-import argparse
 import sys
 
-from t2t_repro.cli.common import quiet_tensorflow, run_main
-
-
-class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are UserErrors, so a bad flag ends in one line like any other mistake."""
-
-    def error(self, message):
-        from t2t_repro.errors import UserError
-
-        raise UserError(f"{message} (see {self.prog} --help)")
+from t2t_repro.cli.common import ArgumentParser, quiet_tensorflow, run_main
 
 
 def build_parser():
-    parser = _Parser(prog="t2t-repro-datagen", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="t2t-repro-datagen", description=__doc__.splitlines()[0])
     parser.add_argument("--problem", required=True, help="registered problem, e.g. wmt_ende or toy_ende")
     parser.add_argument("--data_dir", required=True, help="data directory; the data goes to data_dir/<problem>")
     parser.add_argument("--tmp_dir", default=None, help="scratch directory for downloads and raw text (TFDS data_dir)")

@@ -9,17 +9,15 @@ section 6.3). Output: one line per input line, in order; with --nbest=N, N lines
 first, each "<score>\\t<text>" where the score is log-probability / length penalty.
 """
 
-import argparse
-import logging
 import os
 import sys
 import time
 
-from t2t_repro.cli.common import quiet_tensorflow, run_main
+from t2t_repro.cli.common import ArgumentParser, quiet_tensorflow, run_main, show_info_logs
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="t2t-repro-decoder",
         description=__doc__.splitlines()[0],
         epilog="Output format: one line per input; with --nbest=N, N lines per input, each '<score>\\t<text>'.",
@@ -38,20 +36,6 @@ def build_parser():
                         "(default: the run's hparams.max_length)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
-
-
-def show_info_logs():
-    """Sends the library's warnings and progress logs (e.g. the throughput) to stderr, message only, unless
-    the root logger already has a handler (then that one shows them)."""
-    library_logger = logging.getLogger("t2t_repro")
-    library_logger.setLevel(logging.INFO)
-    if not logging.getLogger().handlers and not any(
-        getattr(h, "t2t_repro_cli", False) for h in library_logger.handlers
-    ):
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        handler.t2t_repro_cli = True
-        library_logger.addHandler(handler)
 
 
 def _main(argv):

@@ -8,17 +8,16 @@ as the decoder writes them; those are de-linearised onto the gold sentence's wor
 sentence the parser gave nothing for).
 """
 
-import argparse
 import json
 import sys
 
-from t2t_repro.cli.common import run_main
+from t2t_repro.cli.common import ArgumentParser, run_main
 
 FORMATS = ("auto", "tree", "linearised")
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog="t2t-repro-evalb", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="t2t-repro-evalb", description=__doc__.splitlines()[0])
     parser.add_argument("--gold", required=True, help="gold trees (PTB bracketed, .mrg or one per line)")
     parser.add_argument("--test", required=True, help="test trees, or linearised trees one per line")
     parser.add_argument("--test_format", default="auto", choices=FORMATS,

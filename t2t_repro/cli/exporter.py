@@ -12,11 +12,11 @@ import argparse
 import json
 import sys
 
-from t2t_repro.cli.common import quiet_tensorflow, run_main
+from t2t_repro.cli.common import ArgumentParser, quiet_tensorflow, run_main
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="t2t-repro-exporter",
         description=__doc__.splitlines()[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,

@@ -13,14 +13,14 @@ import logging
 import signal
 import sys
 
-from t2t_repro.cli.common import quiet_tensorflow, run_main
+from t2t_repro.cli.common import ArgumentParser, quiet_tensorflow, run_main
 
 
 def build_parser():
     from t2t_repro.serve.served_model import ServingLimits
 
     defaults = ServingLimits()
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="t2t-repro-serve",
         description=__doc__.splitlines()[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,

@@ -14,7 +14,7 @@ import json
 import os
 import sys
 
-from t2t_repro.cli.common import quiet_tensorflow, run_main
+from t2t_repro.cli.common import ArgumentParser, quiet_tensorflow, run_main
 
 
 def default_data_dir():
@@ -24,7 +24,7 @@ def default_data_dir():
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="t2t-repro-trainer",
         description=__doc__.splitlines()[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,

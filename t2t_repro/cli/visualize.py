@@ -11,15 +11,14 @@ the subword tokens on the axes (the paper's Figures 3-5). With --curves: loss, l
 dev loss, perplexity and BLEU or F1 over the training steps, from the run's TensorBoard logs. Both may be given.
 """
 
-import argparse
 import os
 import sys
 
-from t2t_repro.cli.common import quiet_tensorflow, run_main
+from t2t_repro.cli.common import ArgumentParser, quiet_tensorflow, run_main
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog="t2t-repro-visualize", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="t2t-repro-visualize", description=__doc__.splitlines()[0])
     parser.add_argument("--output_dir", required=True, help="the training run's output_dir")
     parser.add_argument("--out", required=True, help="directory for the PNG files (created if missing)")
     parser.add_argument("--sentence", help="source sentence whose attention to draw")

@@ -167,7 +167,8 @@ def _process_tag():
     return f"{socket.gethostname()}-{os.getpid()}"
 
 
-def _process_alive(pid):
+def process_alive(pid):
+    """True while a process with this id runs on this host (owners of temporary directories)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -188,7 +189,7 @@ def work_directory(final_directory):
     entries = os.listdir(parent) if os.path.isdir(parent) else []
     for entry in entries:
         owner_host, _, pid = entry[len(prefix):].rpartition("-")
-        if entry.startswith(prefix) and owner_host == host and pid.isdigit() and not _process_alive(int(pid)):
+        if entry.startswith(prefix) and owner_host == host and pid.isdigit() and not process_alive(int(pid)):
             _remove(os.path.join(parent, entry))
     work = os.path.join(parent, prefix + _process_tag())
     _remove(work)

@@ -17,7 +17,7 @@ Percentages are on a 0-100 scale, like EVALB's report.
 import collections
 import dataclasses
 
-from t2t_repro.data.ptb_tree import CLOSE, LEAF, OPEN, walk
+from t2t_repro.data.ptb_tree import LEAF, OPEN, walk
 
 DELETED_TAGS = frozenset({"-NONE-", ",", ":", "``", "''", "."})
 DELETED_TAGS_FOR_LENGTH = frozenset({"-NONE-"})

@@ -12,6 +12,7 @@ import os
 import shutil
 import tempfile
 
+from t2t_repro.data.records import process_alive
 from t2t_repro.errors import UserError
 
 _TEMP_PREFIX = ".tmp-export-"
@@ -37,23 +38,13 @@ def latest_version_dir(base):
     return os.path.join(base, str(versions[-1]))
 
 
-def _process_running(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_stale_temporaries(base):
     """Removes the temporary directories that exports which died (killed, power loss) left in `base`."""
     for name in os.listdir(base):
         if not name.startswith(_TEMP_PREFIX):
             continue
         pid_text = name[len(_TEMP_PREFIX):].split("-", 1)[0]
-        if pid_text.isdigit() and not _process_running(int(pid_text)):
+        if pid_text.isdigit() and not process_alive(int(pid_text)):
             shutil.rmtree(os.path.join(base, name), ignore_errors=True)
 
 

@@ -21,7 +21,6 @@ def label_smoothed_cross_entropy(labels, logits, smoothing):
         (loss_sum, token_count), float32 scalars.
     """
     logits = tf.cast(logits, tf.float32)
-    vocab_size = tf.cast(tf.shape(logits)[-1], tf.float32)
     log_probs = tf.nn.log_softmax(logits)
     true_log_prob = tf.gather(log_probs, labels, batch_dims=2)
     mean_log_prob = tf.reduce_mean(log_probs, axis=-1)
