@@ -11,6 +11,8 @@ in `benchmarks.timing`.
 """
 
 import math
+import os
+import shutil
 import sys
 
 import numpy as np
@@ -21,6 +23,18 @@ from t2t_repro.errors import UserError
 DEFAULT_VOCAB_SIZE = 37_000
 # The first ids are PAD, EOS and UNK (t2t_repro.special_tokens); random batches use real-token ids only.
 FIRST_WORD_ID = 3
+
+
+def console_script(name):
+    """The path of an installed t2t-repro console script, e.g. console_script("t2t-repro-serve").
+
+    Suites run the installed commands, never `python -m t2t_repro...`: run from the repository root, that
+    would import the source tree, where problems/ and hparams/ are not mapped into the package."""
+    beside_python = os.path.join(os.path.dirname(sys.executable), name)
+    path = beside_python if os.path.exists(beside_python) else shutil.which(name)
+    if not path:
+        raise UserError(f"{name} is not installed: pip install . first")
+    return path
 
 
 def measurement(metric, value, unit, config, peer=None, peer_value=None):

@@ -28,12 +28,11 @@ import os
 import selectors
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 
-from benchmarks import check_peer, measurement, progress
+from benchmarks import check_peer, console_script, measurement, progress
 from t2t_repro.errors import UserError
 
 PEERS = ("unbatched",)
@@ -66,8 +65,8 @@ def add_arguments(parser):
 
 
 def _cli(module, *flags, env=None):
-    """Runs a t2t-repro console script's module; UserError with its last stderr line if it fails."""
-    completed = subprocess.run([sys.executable, "-m", f"t2t_repro.cli.{module}", *flags], capture_output=True,
+    """Runs a t2t-repro console script; UserError with its last stderr line if it fails."""
+    completed = subprocess.run([console_script(f"t2t-repro-{module}"), *flags], capture_output=True,
                                text=True, env=dict(os.environ, **(env or {})))
     if completed.returncode != 0:
         lines = completed.stderr.strip().splitlines() or ["(no output)"]
@@ -105,7 +104,7 @@ class _Server:
 
     def __init__(self, export_dir, max_batch_size, batch_timeout_ms):
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "t2t_repro.cli.serve", f"--model_dir={export_dir}", "--port=0",
+            [console_script("t2t-repro-serve"), f"--model_dir={export_dir}", "--port=0",
              "--model_name=bench", f"--max_batch_size={max_batch_size}", f"--batch_timeout_ms={batch_timeout_ms}"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, **_CPU_ONLY),
         )
