@@ -69,6 +69,13 @@ def _read_stamp(directory):
         return None
 
 
+def _generate_once(problem, tmp_dir, write):
+    """Runs write(directory, seed, num_train, num_dev, num_test) once for a toy problem; returns the directory."""
+    arguments = (problem.seed, problem.num_train, problem.num_dev, problem.num_test)
+    directory = generated_dir(tmp_dir, f"{problem.name}_seed{problem.seed}")
+    return build_once(directory, f"{problem.name} {arguments}", lambda work: write(work, *arguments))
+
+
 @register_problem
 class ToyEnde(TranslationProblem):
     """Embedded EN->DE-like translation made by code: 100K pairs (reordering, agreement, compounds), 8K BPE.
@@ -90,10 +97,7 @@ class ToyEnde(TranslationProblem):
 
     def raw_text_dir(self, tmp_dir, manual_dir):
         """Generates (once) and returns the directory of {train,dev,test}.{en,de}; `manual_dir` is not used."""
-        arguments = (self.seed, self.num_train, self.num_dev, self.num_test)
-        directory = generated_dir(tmp_dir, f"{self.name}_seed{self.seed}")
-        return build_once(directory, f"{self.name} {arguments}",
-                          lambda work: toy_language.write_toy_corpus(work, *arguments))
+        return _generate_once(self, tmp_dir, toy_language.write_toy_corpus)
 
 
 @register_problem
@@ -114,7 +118,4 @@ class ToyParsing(ParsingProblem):
 
     def treebank_dir(self, tmp_dir, manual_dir):
         """Generates (once) and returns the WSJ-layout directory of .mrg files; `manual_dir` is not used."""
-        arguments = (self.seed, self.num_train, self.num_dev, self.num_test)
-        directory = generated_dir(tmp_dir, f"{self.name}_seed{self.seed}")
-        return build_once(directory, f"{self.name} {arguments}",
-                          lambda work: toy_grammar.write_treebank(work, *arguments))
+        return _generate_once(self, tmp_dir, toy_grammar.write_treebank)
