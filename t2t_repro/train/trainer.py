@@ -187,7 +187,7 @@ class Trainer:
             f"{self.micro_batch_tokens} tokens, {self.hparams.train_steps} steps",
             flush=True,
         )
-        start = self._clock = last_save = window_start = time.time()
+        start = self._clock = window_start = time.time()  # save() moves _clock to its own time
         window_tokens = total_tokens = 0.0
         while self.step < self.hparams.train_steps:
             loss, tokens = self.step_fn(self.iterator)
@@ -213,11 +213,10 @@ class Trainer:
                         tf.summary.scalar("learning_rate", learning_rate)
                         tf.summary.scalar("target_tokens_per_s", rate)
                 window_tokens, window_start = 0.0, time.time()
-            due_by_time = time.time() - last_save >= config.checkpoint_minutes * 60
+            due_by_time = time.time() - self._clock >= config.checkpoint_minutes * 60
             due_by_steps = step % self.checkpoint_steps == 0
             if due_by_time or due_by_steps or step == self.hparams.train_steps:
                 self.save()
-                last_save = time.time()
             if evaluator and (step % config.eval_steps == 0 or step == self.hparams.train_steps):
                 evaluator.evaluate(step)
         if self.manager.latest_checkpoint is None or run_dir.checkpoint_step(self.manager.latest_checkpoint) != self.step:
