@@ -20,9 +20,9 @@ def tiny_model(**overrides):
 
 
 def test_causal_mask_gives_zero_weight_to_future_positions():
-    q = tf.random.normal([2, 5, 3, 4])
-    k = tf.random.normal([2, 5, 3, 4])
-    v = tf.random.normal([2, 5, 3, 4])
+    q = tf.random.normal([2, 3, 5, 4])  # [batch, heads, length, depth]
+    k = tf.random.normal([2, 3, 5, 4])
+    v = tf.random.normal([2, 3, 5, 4])
     _, weights = scaled_dot_product_attention(q, k, v, causal_bias(5))
     future = np.triu(np.ones([5, 5]), k=1).astype(bool)
     assert np.all(weights.numpy()[:, :, future] == 0.0)
@@ -31,17 +31,17 @@ def test_causal_mask_gives_zero_weight_to_future_positions():
 
 def test_padding_mask_gives_zero_weight_to_padding():
     ids = tf.constant([[4, 5, 0, 0]])
-    q = tf.random.normal([1, 4, 2, 4])
+    q = tf.random.normal([1, 2, 4, 4])
     _, weights = scaled_dot_product_attention(q, q, q, padding_bias(ids))
     assert np.all(weights.numpy()[..., 2:] == 0.0)
 
 
 def test_attention_is_softmax_of_scaled_dot_products():
-    q, k, v = (tf.random.normal([1, 3, 1, 8]) for _ in range(3))
+    q, k, v = (tf.random.normal([1, 1, 3, 8]) for _ in range(3))
     out, _ = scaled_dot_product_attention(q, k, v)
-    logits = q[0, :, 0].numpy() @ k[0, :, 0].numpy().T / math.sqrt(8)
-    expected = tf.nn.softmax(logits).numpy() @ v[0, :, 0].numpy()
-    np.testing.assert_allclose(out[0, :, 0].numpy(), expected, rtol=1e-5, atol=1e-6)
+    logits = q[0, 0].numpy() @ k[0, 0].numpy().T / math.sqrt(8)
+    expected = tf.nn.softmax(logits).numpy() @ v[0, 0].numpy()
+    np.testing.assert_allclose(out[0, 0].numpy(), expected, rtol=1e-5, atol=1e-6)
 
 
 def test_separate_key_and_value_widths():
@@ -115,7 +115,7 @@ def test_cached_incremental_decoding_equals_full_decoder(overrides):
         logits, cache = model.decode_step(ids, step, cache)
         np.testing.assert_allclose(logits.numpy(), full[:, step], atol=1e-5)
         ids = targets[:, step]
-    assert cache["layers"][0]["self"]["k"].shape[1] == targets.shape[1]
+    assert cache["layers"][0]["self"]["k"].shape[2] == targets.shape[1]
 
 
 def test_dropout_is_active_only_in_training():

@@ -54,6 +54,23 @@ def test_padding_carries_no_loss():
     assert float(total) == pytest.approx(float(head_total), rel=1e-6)
 
 
+def test_loss_gradient_equals_automatic_gradient_of_the_definition():
+    # The loss writes its gradient by hand; it must be d/dz of -sum_k q(k) log softmax(z)(k) over real tokens.
+    logits = tf.random.stateless_normal([2, 4, 9], seed=[7, 8]) * 3.0
+    labels = tf.constant([[3, 3, 8, 0], [1, 0, 0, 0]])  # a repeated label and padding
+    eps = 0.1
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(logits)
+        total, count = label_smoothed_cross_entropy(labels, logits, eps)
+        target = tf.one_hot(labels, 9) * (1 - eps) + eps / 9
+        real = tf.cast(tf.not_equal(labels, 0), tf.float32)
+        reference = tf.reduce_sum(-tf.reduce_sum(target * tf.nn.log_softmax(logits), -1) * real)
+    assert float(count) == 4.0
+    assert float(total) == pytest.approx(float(reference), rel=1e-6)
+    np.testing.assert_allclose(tape.gradient(total, logits), tape.gradient(reference, logits), atol=1e-6)
+    assert not np.any(tape.gradient(total, logits).numpy()[1, 1:])  # padding positions get no gradient
+
+
 def test_no_smoothing_is_plain_cross_entropy():
     logits = tf.random.normal([2, 3, 5])
     labels = tf.constant([[1, 2, 3], [4, 1, 2]])

@@ -92,9 +92,10 @@ class _UncachedDecoder:
         return state  # the memory is the same for every beam of a sentence
 
 
-def _grow_invariant(shape):
-    """Shape invariant of a loop tensor whose second dimension grows (sequences, self-attention caches)."""
-    return tf.TensorShape([shape[0], None] + shape[2:].as_list()) if shape.rank >= 2 else shape
+def _state_invariant(shape):
+    """Shape invariant of a decoder-state tensor: batch and feature sizes fixed, the sizes between free (the
+    self-attention caches [batch, h, length, d] grow by one position per step)."""
+    return tf.TensorShape([shape[0]] + [None] * (shape.rank - 2) + [shape[-1]]) if shape.rank >= 3 else shape
 
 
 def _sequence_invariant(shape):
@@ -204,7 +205,7 @@ def search(model, inputs, beam_size, alpha, extra_length, nbest=1, use_cache=Tru
         _sequence_invariant(start.shape),
         finished_scores.shape,
         done.shape,
-        tf.nest.map_structure(lambda x: _grow_invariant(x.shape), state),
+        tf.nest.map_structure(lambda x: _state_invariant(x.shape), state),
     )
     _, _, _, finished_seq, finished_scores, _, _ = tf.while_loop(
         not_all_done, body, loop_vars, shape_invariants=invariants

@@ -23,17 +23,20 @@ def causal_bias(length):
 def scaled_dot_product_attention(q, k, v, bias=None, weights_dropout=None):
     """softmax(Q K^T / sqrt(d_k)) V per head (section 3.2.1, equation 1).
 
-    q: [batch, query_length, h, d_k]; k: [batch, key_length, h, d_k]; v: [batch, key_length, h, d_v];
+    q: [batch, h, query_length, d_k]; k: [batch, h, key_length, d_k]; v: [batch, h, key_length, d_v];
     bias: additive, broadcastable to [batch, h, query_length, key_length];
     weights_dropout: optional callable applied to the attention weights before they weigh the values.
-    Returns (output [batch, query_length, h, d_v], weights [batch, h, query_length, key_length]).
+    Returns (output [batch, h, query_length, d_v], weights [batch, h, query_length, key_length]).
+
+    Heads come before positions so that both products are plain batched matmuls: the same products as
+    einsums over [batch, length, h, d] took about twice as long on a CPU, forward and backward.
     """
-    logits = tf.einsum("bqhd,bkhd->bhqk", q * (q.shape[-1] ** -0.5), k)
+    logits = tf.matmul(q * (q.shape[-1] ** -0.5), k, transpose_b=True)
     if bias is not None:
         logits += bias
     weights = tf.nn.softmax(logits)
     dropped = weights_dropout(weights) if weights_dropout is not None else weights
-    return tf.einsum("bhqk,bkhd->bqhd", dropped, v), weights
+    return tf.matmul(dropped, v), weights
 
 
 class MultiHeadAttention(keras.layers.Layer):
@@ -55,7 +58,7 @@ class MultiHeadAttention(keras.layers.Layer):
         query: [batch, query_length, d_model].
         memory: [batch, key_length, d_model], the encoder output (encoder-decoder attention only).
         bias: additive attention bias broadcastable to [batch, h, query_length, key_length].
-        cache: for incremental decoding. Self-attention: {"k", "v"} of the earlier positions, [batch, t, h, d];
+        cache: for incremental decoding. Self-attention: {"k", "v"} of the earlier positions, [batch, h, t, d];
             the new position's keys and values are appended. Encoder-decoder attention: the {"k", "v"} from
             `memory_kv`, computed once per sentence. With a cache, the call returns (output, new_cache).
         training: enables dropout.
@@ -89,8 +92,9 @@ class MultiHeadAttention(keras.layers.Layer):
         self.last_weights = None
 
     def _split_heads(self, x, depth):
+        """[batch, length, h * depth] -> [batch, h, length, depth]."""
         shape = tf.shape(x)
-        return tf.reshape(x, [shape[0], shape[1], self.num_heads, depth])
+        return tf.transpose(tf.reshape(x, [shape[0], shape[1], self.num_heads, depth]), [0, 2, 1, 3])
 
     def _keys_values(self, x):
         kv = self.kv_dense(x)
@@ -110,7 +114,7 @@ class MultiHeadAttention(keras.layers.Layer):
             )
             kv = {"k": self._split_heads(k, self.d_k), "v": self._split_heads(v, self.d_v)}
             if cache is not None:
-                kv = {name: tf.concat([cache[name], kv[name]], axis=1) for name in ("k", "v")}
+                kv = {name: tf.concat([cache[name], kv[name]], axis=2) for name in ("k", "v")}
         else:
             q = self.q_dense(query)
             kv = cache if cache is not None else self._keys_values(memory)
@@ -123,6 +127,7 @@ class MultiHeadAttention(keras.layers.Layer):
         )
         if self.keep_weights:
             self.last_weights = weights
+        heads = tf.transpose(heads, [0, 2, 1, 3])  # [batch, query_length, h, d_v]
         shape = tf.shape(heads)
         output = self.output_dense(tf.reshape(heads, [shape[0], shape[1], self.num_heads * self.d_v]))
         if cache is None:

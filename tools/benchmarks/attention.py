@@ -40,7 +40,7 @@ def sequence_lengths(min_length, max_length):
 def attention_weights_bytes(layer, x):
     """Bytes of the [batch, h, n, n] attention-weights tensor the layer computes for `x`."""
     batch, length = x.shape[0], x.shape[1]
-    heads = tf.zeros([batch, length, layer.num_heads, layer.d_k], x.dtype)
+    heads = tf.zeros([batch, layer.num_heads, length, layer.d_k], x.dtype)
     _, weights = scaled_dot_product_attention(heads, heads, heads)
     return weights.shape.num_elements() * weights.dtype.size
 
