@@ -9,6 +9,7 @@ from t2t_repro.model import Transformer
 from t2t_repro.model.attention import MultiHeadAttention, causal_bias, padding_bias, scaled_dot_product_attention
 from t2t_repro.model.embedding import PositionEncoding, TokenEmbedding, sinusoid_position_encoding
 from t2t_repro.model.feed_forward import FeedForward
+from t2t_repro.model.layer_norm import LayerNormalization
 from t2t_repro.model.layers import DecoderLayer, EncoderLayer, SublayerConnection
 
 TINY = dict(num_layers=2, d_model=16, d_ff=32, num_heads=4, d_k=4, d_v=6, dropout=0.0)
@@ -48,6 +49,27 @@ def test_separate_key_and_value_widths():
     layer = MultiHeadAttention(num_heads=2, d_k=3, d_v=5, d_model=8)
     assert layer(tf.zeros([1, 4, 8])).shape == (1, 4, 8)
     assert layer.qkv_dense.kernel.shape == (8, 2 * (3 + 3 + 5))
+
+
+def test_layer_norm_equals_keras_layer_norm_with_gradients():
+    ours = LayerNormalization(epsilon=1e-6)
+    theirs = keras.layers.LayerNormalization(epsilon=1e-6)
+    x = tf.random.stateless_normal([2, 3, 16], seed=[1, 2]) * 3.0 + 1.0
+    ours.build(x.shape)
+    theirs.build(x.shape)
+    for layer in (ours, theirs):
+        layer.gamma.assign(tf.random.stateless_normal([16], seed=[3, 4]) + 1.0)
+        layer.beta.assign(tf.random.stateless_normal([16], seed=[5, 6]))
+    upstream = tf.random.stateless_normal(x.shape, seed=[7, 8])
+    results = []
+    for layer in (ours, theirs):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = layer(x)
+            loss = tf.reduce_sum(y * upstream)
+        results.append([y, *tape.gradient(loss, [x, layer.gamma, layer.beta])])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("pos, dim", [(0, 0), (0, 1), (1, 0), (1, 1), (7, 4), (7, 5), (50, 30), (123, 63)])

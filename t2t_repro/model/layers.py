@@ -4,6 +4,7 @@ import keras
 
 from t2t_repro.model.attention import MultiHeadAttention
 from t2t_repro.model.feed_forward import FeedForward
+from t2t_repro.model.layer_norm import LayerNormalization
 
 
 class SublayerConnection(keras.layers.Layer):
@@ -30,7 +31,7 @@ class SublayerConnection(keras.layers.Layer):
         self.dropout = dropout
         self.norm_placement = norm_placement
         self.layer_norm_epsilon = layer_norm_epsilon
-        self.norm = keras.layers.LayerNormalization(epsilon=layer_norm_epsilon, name="norm")
+        self.norm = LayerNormalization(epsilon=layer_norm_epsilon, name="norm")
         self.residual_dropout = keras.layers.Dropout(dropout)
 
     def call(self, x, sublayer, training=None):

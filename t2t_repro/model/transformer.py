@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from t2t_repro.model.attention import causal_bias, padding_bias
 from t2t_repro.model.embedding import PositionEncoding, TokenEmbedding
+from t2t_repro.model.layer_norm import LayerNormalization
 from t2t_repro.model.layers import DecoderLayer, EncoderLayer
 from t2t_repro.special_tokens import PAD_ID
 
@@ -118,8 +119,8 @@ class Transformer(keras.Model):
         self.decoder_layers = tuple(DecoderLayer(**layer_args, name=f"decoder_{i}") for i in range(num_layers))
         # Pre-norm stacks end with a normalization; post-norm layers already end normalized.
         if norm_placement == "pre":
-            self.encoder_norm = keras.layers.LayerNormalization(epsilon=layer_norm_epsilon, name="encoder_norm")
-            self.decoder_norm = keras.layers.LayerNormalization(epsilon=layer_norm_epsilon, name="decoder_norm")
+            self.encoder_norm = LayerNormalization(epsilon=layer_norm_epsilon, name="encoder_norm")
+            self.decoder_norm = LayerNormalization(epsilon=layer_norm_epsilon, name="decoder_norm")
 
     @classmethod
     def from_hparams(cls, hparams, vocab_size, **kwargs):
