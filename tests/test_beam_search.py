@@ -31,7 +31,7 @@ def tiny_model(vocab_size, seed=1, eos_bias=0.0):
     if eos_bias:
         project = model.output_projection.project
         bias = tf.one_hot(EOS_ID, vocab_size) * eos_bias
-        model.output_projection.project = lambda x, **kwargs: project(x, **kwargs) + bias
+        model.output_projection.project = lambda x: project(x) + bias
     return model
 
 

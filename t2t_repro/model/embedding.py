@@ -39,54 +39,23 @@ class TokenEmbedding(keras.layers.Layer):
         )
         self.built = True
 
-    def call(self, ids, table=None):
-        table = self.embeddings if table is None else table
-        return tf.gather(table, ids) * math.sqrt(self.d_model)
+    def call(self, ids):
+        return tf.gather(self.embeddings, ids) * math.sqrt(self.d_model)
 
-    def project(self, x, table=None):
+    def project(self, x):
         """Logits over the vocabulary: x times the transposed embedding matrix."""
         if not self.built:
             self.build()
-        table = self.embeddings if table is None else table
         # One 2-D matmul over all positions: a batched matmul against the shared matrix would make its
         # gradient materialise one [vocab_size, d_model] product per sentence before summing them.
         flat = tf.reshape(x, [-1, self.d_model])
-        logits = tf.matmul(flat, table, transpose_b=True)
+        logits = tf.matmul(flat, self.embeddings, transpose_b=True)
         return tf.reshape(logits, tf.concat([tf.shape(x)[:-1], [self.vocab_size]], axis=0))
-
-    def tied_tables(self):
-        """(lookup_table, projection_table): the matrix twice, for a forward pass that both looks ids up in it
-        and projects onto it. Pass them as `table` to `call` and `project`; the gradient is then one dense
-        tensor, see `_lookup_and_projection_copies`."""
-        if not self.built:
-            self.build()
-        return _lookup_and_projection_copies(tf.convert_to_tensor(self.embeddings))
 
     def get_config(self):
         config = super().get_config()
         config.update(vocab_size=self.vocab_size, d_model=self.d_model)
         return config
-
-
-@tf.custom_gradient
-def _lookup_and_projection_copies(table):
-    """Two copies of `table`, one for lookups, one for the pre-softmax projection, whose gradients add up
-    in place.
-
-    Left to itself, the gradient tape adds the lookups' sparse gradient (rows of ids) to the projection's
-    dense one by first writing the sparse one out as a zero-filled [vocab_size, d_model] tensor, then summing
-    the dense tensors: several passes over the whole matrix every step. Here the looked-up rows are added
-    straight into the projection's gradient. Same sum, a few per cent of a transformer_base training step.
-    """
-
-    def gradient(lookup_gradient, projection_gradient):
-        if isinstance(lookup_gradient, tf.IndexedSlices):
-            return tf.tensor_scatter_nd_add(
-                projection_gradient, lookup_gradient.indices[:, tf.newaxis], lookup_gradient.values
-            )
-        return projection_gradient + lookup_gradient
-
-    return (tf.identity(table), tf.identity(table)), gradient
 
 
 def sinusoid_position_encoding(length, d_model, start=0):

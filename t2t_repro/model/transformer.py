@@ -130,32 +130,29 @@ class Transformer(keras.Model):
     def _final_norm(self, x, norm_name):
         return getattr(self, norm_name)(x) if self.norm_placement == "pre" else x
 
-    def encode(self, inputs, training=None, embedding_table=None):
+    def encode(self, inputs, training=None):
         """Encodes source ids [batch, source_length]; returns (memory, memory_bias)."""
         memory_bias = padding_bias(inputs, PAD_ID)
-        x = self.source_positions(self.source_embedding(inputs, table=embedding_table))
+        x = self.source_positions(self.source_embedding(inputs))
         x = self.source_dropout(x, training=training)
         for layer in self.encoder_layers:
             x = layer(x, bias=memory_bias, training=training)
         return self._final_norm(x, "encoder_norm"), memory_bias
 
-    def decode(self, decoder_inputs, memory, memory_bias, training=None, embedding_tables=(None, None)):
-        """Teacher-forced decoder: logits [batch, length, vocab] for already shifted decoder inputs.
-        `embedding_tables`: optional (lookup, projection) tables from `TokenEmbedding.tied_tables`."""
-        lookup_table, projection_table = embedding_tables
-        x = self.target_positions(self.target_embedding(decoder_inputs, table=lookup_table))
+    def decode(self, decoder_inputs, memory, memory_bias, training=None):
+        """Teacher-forced decoder: logits [batch, length, vocab] for already shifted decoder inputs."""
+        x = self.target_positions(self.target_embedding(decoder_inputs))
         x = self.target_dropout(x, training=training)
         self_bias = causal_bias(tf.shape(decoder_inputs)[1])
         for layer in self.decoder_layers:
             x = layer(x, memory=memory, self_bias=self_bias, memory_bias=memory_bias, training=training)
-        return self.output_projection.project(self._final_norm(x, "decoder_norm"), table=projection_table)
+        return self.output_projection.project(self._final_norm(x, "decoder_norm"))
 
     def call(self, features, training=None):
         targets = features["targets"]
         decoder_inputs = tf.pad(targets[:, :-1], [[0, 0], [1, 0]], constant_values=PAD_ID)
-        tables = self.source_embedding.tied_tables() if self.shared_embedding else (None, None)
-        memory, memory_bias = self.encode(features["inputs"], training=training, embedding_table=tables[0])
-        return self.decode(decoder_inputs, memory, memory_bias, training=training, embedding_tables=tables)
+        memory, memory_bias = self.encode(features["inputs"], training=training)
+        return self.decode(decoder_inputs, memory, memory_bias, training=training)
 
     def init_cache(self, memory, memory_bias):
         """The decoding state for `decode_step`: empty self-attention caches and per-layer memory keys/values."""
