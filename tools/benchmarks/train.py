@@ -4,7 +4,8 @@ The step is the paper's: teacher-forced forward pass of t2t_repro.model.Transfor
 entropy (section 5.4), backward pass, Adam update on the section 5.3 schedule, inside one tf.function. It is
 timed as a graph and compiled by XLA (jit_compile=True); the faster is reported and named in the config.
 MFU = model FLOPs per step (`benchmarks.TRAIN_FLOPS_FORMULA`) / step time / the float32 matmul peak measured
-in the same run, in turns with the steps.
+in the same run: every step (each model, each mode) and a block of matmuls lasting about one step are timed in
+turns, one of each per round, and each figure is the median over the rounds.
 
 With --peer keras_hub, the same step on an encoder-decoder made of keras_hub.layers.TransformerEncoder and
 TransformerDecoder with equal sizes, vocabulary, tied embeddings, dropout, loss and optimizer is timed too.
@@ -14,6 +15,7 @@ TransformerDecoder with equal sizes, vocabulary, tied embeddings, dropout, loss 
 
 import functools
 import statistics
+import time
 
 import keras
 import tensorflow as tf
@@ -125,55 +127,80 @@ def build_keras_hub_peer(hparams, vocab_size, features):
     return model
 
 
+def _call_seconds(fn):
+    start = time.perf_counter()
+    wait_for(fn())
+    return time.perf_counter() - start
+
+
 def _warmed_up_steps(models, optimizers, hparams, features, mode, warmup):
-    """{label: a callable running one step} for `mode`, each traced (compiled) and warmed up; and
-    {label: error} for the models XLA could not compile (a graph failure is raised)."""
-    steps, errors = {}, {}
+    """({label: a callable running one step}, {label: seconds of its last warm-up call}) for `mode`, each
+    traced (compiled) and warmed up; and {label: error} for the models XLA could not compile (a graph failure
+    is raised)."""
+    steps, warm_seconds, errors = {}, {}, {}
     for label, model in models.items():
         progress(f"train: {label}, {mode}: tracing{' and XLA compiling' if mode == 'xla' else ''}, "
                  f"{warmup} warm-up steps")
-        step = make_train_step(model, optimizers[label], hparams.label_smoothing, jit_compile=mode == "xla")
+        step = functools.partial(
+            make_train_step(model, optimizers[label], hparams.label_smoothing, jit_compile=mode == "xla"), features
+        )
         try:
             for _ in range(warmup):
-                wait_for(step(features))
+                warm_seconds[label] = _call_seconds(step)
         except (tf.errors.InvalidArgumentError, tf.errors.UnimplementedError) as error:
             if mode != "xla":
                 raise
             errors[label] = error.message.splitlines()[0]
             progress(f"train: {label}: XLA failed: {errors[label]}")
             continue
-        steps[label] = functools.partial(step, features)
-    return steps, errors
+        steps[label] = step
+    return steps, warm_seconds, errors
+
+
+def _matmul_block(seconds):
+    """(fn, flops, info): as many back-to-back matmul_product calls as take about `seconds`, so the peak is
+    sampled over as long a stretch of a noisy machine as each training step is."""
+    product, product_flops, info = matmul_product()
+    wait_for(product())
+    calls = max(1, round(seconds / _call_seconds(product)))
+
+    def block():
+        for _ in range(calls):
+            wait_for(product())
+
+    return block, calls * product_flops, {**info, "calls_per_timing": calls}
 
 
 def measure(models, hparams, features, modes, warmup, repeats):
     """Median step seconds {label: {mode: seconds}}, XLA errors {label: {mode: error}}, and the matmul peak.
 
-    Within a mode the models' steps and a large matmul are timed in turns (one of each per round), so a busy
-    machine slows them alike: the ratios and the MFU survive the noise.
+    Every model's step in every mode and a block of large matmuls lasting about one step are timed in turns,
+    one call of each per round, so a busy machine slows them alike: the ratios and the MFU survive the noise.
     """
     optimizers = {}
     for label, model in models.items():
         optimizers[label] = make_optimizer(hparams)
         optimizers[label].build(model.trainable_variables)
-    product, product_flops, peak = matmul_product()
-    wait_for(product())
-    seconds = {label: {} for label in models}
+    steps, warm_seconds = {}, []
     errors = {label: {} for label in models}
-    product_seconds = []
     for mode in modes:
-        steps, mode_errors = _warmed_up_steps(models, optimizers, hparams, features, mode, warmup)
+        mode_steps, mode_seconds, mode_errors = _warmed_up_steps(models, optimizers, hparams, features, mode, warmup)
+        steps.update({(label, mode): step for label, step in mode_steps.items()})
+        warm_seconds += mode_seconds.values()
         for label, error in mode_errors.items():
             errors[label][mode] = error
-        progress(f"train: {mode}: {repeats} timed rounds of {', '.join(steps)} and a matmul")
-        times = interleaved_times({**steps, "matmul": product}, warmup=0, repeats=repeats)
-        product_seconds += times.pop("matmul")
-        for label, step_times in times.items():
-            seconds[label][mode] = statistics.median(step_times)
     for label in models:
-        if not seconds[label]:
+        if not any(step_label == label for step_label, _ in steps):
             raise UserError(f"{label}: the training step ran in no mode: {errors[label]}")
-    peak.update(flops_per_sec=product_flops / statistics.median(product_seconds), timed_calls=len(product_seconds))
+    block, block_flops, peak = _matmul_block(min(warm_seconds))
+    progress(f"train: {repeats} timed rounds of {', '.join(f'{label} {mode}' for label, mode in steps)} and "
+             f"{peak['calls_per_timing']} matmuls")
+    times = interleaved_times({**steps, "matmul": block}, warmup=0, repeats=repeats)
+    matmul_seconds = times.pop("matmul")
+    seconds = {label: {} for label in models}
+    for (label, mode), step_times in times.items():
+        seconds[label][mode] = statistics.median(step_times)
+    peak.update(flops_per_sec=block_flops / statistics.median(matmul_seconds), timed_calls=len(matmul_seconds))
     return seconds, errors, peak
 
 
@@ -228,7 +255,7 @@ def run(args):
         peer_args = {"peer": peer["peer"], "peer_value": of_seconds(peer["seconds"])} if peer else {}
         return measurement(metric, of_seconds(step_seconds), unit, {**config, **(extra or {})}, **peer_args)
 
-    peak_config = {f"matmul_{key}": peak[key] for key in ("size", "dtype", "tf32")}
+    peak_config = {f"matmul_{key}": peak[key] for key in ("size", "dtype", "tf32", "calls_per_timing")}
     return [
         compared("train_target_tokens_per_sec", lambda s: target_tokens / s, "tokens/s"),
         compared("train_step_ms", lambda s: s * 1e3, "ms"),
