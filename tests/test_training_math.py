@@ -1,5 +1,6 @@
 import math
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -29,6 +30,22 @@ def test_optimizer_is_the_papers_adam():
     optimizer = make_optimizer(registry.get_hparams("transformer_base"))
     assert (optimizer.beta_1, optimizer.beta_2, optimizer.epsilon) == (0.9, 0.98, 1e-9)
     assert float(optimizer.learning_rate) == pytest.approx(paper_learning_rate(1, 512))
+
+
+def test_fused_adam_makes_keras_adams_updates():
+    hparams = registry.get_hparams("transformer_tiny")
+    weights = {}
+    for name, optimizer in (("fused", make_optimizer(hparams)), ("keras", keras.optimizers.Adam(
+        learning_rate=NoamSchedule(hparams.d_model, hparams.warmup_steps, hparams.learning_rate_scale),
+        beta_1=hparams.adam_beta1, beta_2=hparams.adam_beta2, epsilon=hparams.adam_epsilon,
+    ))):
+        variable = keras.Variable(np.linspace(-1.0, 1.0, 12, dtype=np.float32).reshape(3, 4))
+        for step in range(4):
+            optimizer.apply_gradients([(tf.sin(variable.value * (step + 1.0)), variable)])
+        weights[name] = variable.numpy()
+    assert type(make_optimizer(hparams)).__name__ == "FusedAdam"
+    np.testing.assert_allclose(weights["fused"], weights["keras"], rtol=1e-6, atol=1e-7)
+    assert not np.allclose(weights["fused"], np.linspace(-1.0, 1.0, 12).reshape(3, 4))
 
 
 def test_label_smoothing_against_hand_computation():
