@@ -15,7 +15,6 @@ TransformerDecoder with equal sizes, vocabulary, tied embeddings, dropout, loss 
 
 import functools
 import statistics
-import time
 
 import keras
 import tensorflow as tf
@@ -31,7 +30,7 @@ from benchmarks import (
     resolve_vocab_size,
     train_step_flops,
 )
-from benchmarks.timing import device_description, interleaved_times, matmul_product, wait_for
+from benchmarks.timing import device_description, interleaved_times, matmul_product, time_calls, wait_for
 from t2t_repro.errors import UserError
 from t2t_repro.model import build_transformer
 from t2t_repro.special_tokens import PAD_ID
@@ -127,12 +126,6 @@ def build_keras_hub_peer(hparams, vocab_size, features):
     return model
 
 
-def _call_seconds(fn):
-    start = time.perf_counter()
-    wait_for(fn())
-    return time.perf_counter() - start
-
-
 def _warmed_up_steps(models, optimizers, hparams, features, mode, warmup):
     """({label: a callable running one step}, {label: seconds of its last warm-up call}) for `mode`, each
     traced (compiled) and warmed up; and {label: error} for the models XLA could not compile (a graph failure
@@ -146,7 +139,7 @@ def _warmed_up_steps(models, optimizers, hparams, features, mode, warmup):
         )
         try:
             for _ in range(warmup):
-                warm_seconds[label] = _call_seconds(step)
+                warm_seconds[label] = time_calls(step, warmup=0, repeats=1)[0]
         except (tf.errors.InvalidArgumentError, tf.errors.UnimplementedError) as error:
             if mode != "xla":
                 raise
@@ -162,7 +155,7 @@ def _matmul_block(seconds):
     sampled over as long a stretch of a noisy machine as each training step is."""
     product, product_flops, info = matmul_product()
     wait_for(product())
-    calls = max(1, round(seconds / _call_seconds(product)))
+    calls = max(1, round(seconds / time_calls(product, warmup=0, repeats=1)[0]))
 
     def block():
         for _ in range(calls):
