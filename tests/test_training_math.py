@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from t2t_repro import registry
-from t2t_repro.train.loss import label_smoothed_cross_entropy
+from t2t_repro.train.loss import label_smoothed_cross_entropy, projected_label_smoothed_cross_entropy
 from t2t_repro.train.optimizer import make_optimizer
 from t2t_repro.train.schedule import NoamSchedule, paper_learning_rate
 
@@ -86,6 +86,26 @@ def test_loss_gradient_equals_automatic_gradient_of_the_definition():
     assert float(total) == pytest.approx(float(reference), rel=1e-6)
     np.testing.assert_allclose(tape.gradient(total, logits), tape.gradient(reference, logits), atol=1e-6)
     assert not np.any(tape.gradient(total, logits).numpy()[1, 1:])  # padding positions get no gradient
+
+
+@pytest.mark.parametrize("eps", [0.1, 0.0])
+def test_projected_loss_equals_loss_of_projected_logits(eps):
+    # The training step's loss takes the decoder states and the output matrix; its value and hand-written
+    # gradients must be those of the logits loss on states @ matrix^T.
+    states = tf.random.stateless_normal([2, 4, 6], seed=[1, 2])
+    matrix = tf.random.stateless_normal([9, 6], seed=[3, 4])
+    labels = tf.constant([[3, 3, 8, 0], [1, 0, 0, 0]])  # a repeated label and padding
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch([states, matrix])
+        total, count = projected_label_smoothed_cross_entropy(labels, states, matrix, eps)
+        reference, reference_count = label_smoothed_cross_entropy(
+            labels, tf.einsum("bld,vd->blv", states, matrix), eps
+        )
+    assert float(count) == float(reference_count) == 4.0
+    assert float(total) == pytest.approx(float(reference), rel=1e-6)
+    for variable in (states, matrix):
+        np.testing.assert_allclose(tape.gradient(total, variable), tape.gradient(reference, variable), atol=2e-6)
+    assert np.any(tape.gradient(total, matrix).numpy()[3])
 
 
 def test_no_smoothing_is_plain_cross_entropy():

@@ -48,7 +48,8 @@ class Transformer(keras.Model):
     Call arguments:
         features: {"inputs": [batch, source_length], "targets": [batch, target_length]} int ids, 0-padded.
         training: enables dropout.
-    Returns logits [batch, target_length, vocab_size] (teacher forcing).
+    Returns logits [batch, target_length, vocab_size] (teacher forcing). Training takes `final_states` and
+    `output_matrix` instead, so that the loss can include the projection (`projected_label_smoothed_cross_entropy`).
 
     Incremental decoding: `memory, memory_bias = encode(inputs)`, `cache = init_cache(memory, memory_bias)`,
     then `logits, cache = decode_step(ids, step, cache)` once per position, starting with ids = PAD_ID at
@@ -139,20 +140,35 @@ class Transformer(keras.Model):
             x = layer(x, bias=memory_bias, training=training)
         return self._final_norm(x, "encoder_norm"), memory_bias
 
-    def decode(self, decoder_inputs, memory, memory_bias, training=None):
-        """Teacher-forced decoder: logits [batch, length, vocab] for already shifted decoder inputs."""
+    def decoder_states(self, decoder_inputs, memory, memory_bias, training=None):
+        """Teacher-forced decoder: its final states [batch, length, d_model] for already shifted decoder inputs."""
         x = self.target_positions(self.target_embedding(decoder_inputs))
         x = self.target_dropout(x, training=training)
         self_bias = causal_bias(tf.shape(decoder_inputs)[1])
         for layer in self.decoder_layers:
             x = layer(x, memory=memory, self_bias=self_bias, memory_bias=memory_bias, training=training)
-        return self.output_projection.project(self._final_norm(x, "decoder_norm"))
+        return self._final_norm(x, "decoder_norm")
 
-    def call(self, features, training=None):
+    def decode(self, decoder_inputs, memory, memory_bias, training=None):
+        """Teacher-forced decoder: logits [batch, length, vocab] for already shifted decoder inputs."""
+        return self.output_projection.project(self.decoder_states(decoder_inputs, memory, memory_bias, training))
+
+    def final_states(self, features, training=None):
+        """The decoder's final states [batch, target_length, d_model] for a batch, before the pre-softmax
+        projection: `call` is `output_projection.project(final_states(...))`. The training step feeds them
+        and `output_matrix` to `projected_label_smoothed_cross_entropy`."""
         targets = features["targets"]
         decoder_inputs = tf.pad(targets[:, :-1], [[0, 0], [1, 0]], constant_values=PAD_ID)
         memory, memory_bias = self.encode(features["inputs"], training=training)
-        return self.decode(decoder_inputs, memory, memory_bias, training=training)
+        return self.decoder_states(decoder_inputs, memory, memory_bias, training=training)
+
+    @property
+    def output_matrix(self):
+        """The pre-softmax matrix [vocab_size, d_model] (the shared embedding matrix, section 3.4)."""
+        return self.output_projection.embeddings
+
+    def call(self, features, training=None):
+        return self.output_projection.project(self.final_states(features, training=training))
 
     def init_cache(self, memory, memory_bias):
         """The decoding state for `decode_step`: empty self-attention caches and per-layer memory keys/values."""

@@ -22,10 +22,38 @@ def label_smoothed_cross_entropy(labels, logits, smoothing):
     """
     vocab_size = tf.shape(logits)[-1]
     flat_logits = tf.reshape(tf.cast(logits, tf.float32), [-1, vocab_size])
+    return _sum_over_real_tokens(
+        labels, lambda flat_labels: _smoothed_token_losses(flat_logits, flat_labels, smoothing)
+    )
+
+
+def projected_label_smoothed_cross_entropy(labels, states, output_matrix, smoothing):
+    """`label_smoothed_cross_entropy(labels, states @ output_matrix^T, smoothing)`, with the projection inside.
+
+    The training step's form of the loss: the decoder's final states and the pre-softmax matrix (the shared
+    embedding matrix, section 3.4) come in, and the gradient flows to both without the [tokens, vocab]
+    gradient of the logits ever being formed (see `_projected_token_losses`).
+
+    Args:
+        labels: int [batch, length].
+        states: float [batch, length, d_model].
+        output_matrix: float [vocab_size, d_model]; logits are states times its transpose.
+        smoothing: epsilon_ls.
+    Returns:
+        (loss_sum, token_count), float32 scalars.
+    """
+    flat_states = tf.reshape(tf.cast(states, tf.float32), [-1, tf.shape(states)[-1]])
+    matrix = tf.cast(output_matrix, tf.float32)
+    return _sum_over_real_tokens(
+        labels, lambda flat_labels: _projected_token_losses(flat_states, matrix, flat_labels, smoothing)
+    )
+
+
+def _sum_over_real_tokens(labels, token_losses_of):
+    """(sum of token_losses_of(flat labels) over the positions whose label is not PAD_ID, their count)."""
     flat_labels = tf.reshape(labels, [-1])
     weights = tf.cast(tf.not_equal(flat_labels, PAD_ID), tf.float32)
-    token_loss = _smoothed_token_losses(flat_logits, flat_labels, smoothing)
-    return tf.reduce_sum(token_loss * weights), tf.reduce_sum(weights)
+    return tf.reduce_sum(token_losses_of(flat_labels) * weights), tf.reduce_sum(weights)
 
 
 def _smoothed_token_losses(logits, labels, smoothing):
@@ -58,3 +86,51 @@ def _smoothed_token_losses(logits, labels, smoothing):
         return loss, gradient
 
     return token_losses(logits)
+
+
+def _projected_token_losses(states, matrix, labels, smoothing):
+    """`_smoothed_token_losses(states @ matrix^T, labels, smoothing)` with its gradient written by hand.
+
+    With z = x E^T, softmax(z) = S / n (S = exp(z - max z), n its row sums) and u the upstream gradient per
+    token, the gradient of the logits u (softmax(z) - q) gives
+        dx = (u / n) (S E) - (1 - eps) u E[label] - eps u mean_k(E_k)
+        dE = S^T ((u / n) x) - (1 - eps) scatter_label(u x) - (eps / V) sum_tokens(u x)
+    so the row scalings land on the [tokens, d_model] side, and the two matmuls read S as the forward pass
+    left it. The [tokens, vocab] gradient of the logits, three elementwise passes over it and its scatter are
+    never made, and mean_k(z) is x . mean_k(E_k) instead of a pass over the logits (base, vocabulary 37K,
+    2,048 tokens: projection, loss and gradients 1,035 -> 920 ms on a 2-core CPU).
+    """
+
+    @tf.custom_gradient
+    def token_losses(x, embedding_matrix):
+        logits = tf.matmul(x, embedding_matrix, transpose_b=True)
+        row_max = tf.reduce_max(logits, axis=-1, keepdims=True)
+        shifted_exp = tf.exp(logits - row_max)
+        normalizer = tf.reduce_sum(shifted_exp, axis=-1)
+        label_rows = tf.gather(embedding_matrix, labels)
+        mean_row = tf.reduce_mean(embedding_matrix, axis=0)
+        loss = (
+            tf.math.log(normalizer) + row_max[:, 0]
+            - (1.0 - smoothing) * tf.reduce_sum(x * label_rows, axis=-1)
+            - smoothing * tf.linalg.matvec(x, mean_row)
+        )
+
+        def gradient(upstream):
+            row_scale = (upstream / normalizer)[:, tf.newaxis]
+            upstream = upstream[:, tf.newaxis]
+            dx = (
+                row_scale * tf.matmul(shifted_exp, embedding_matrix)
+                - (1.0 - smoothing) * upstream * label_rows
+                - smoothing * upstream * mean_row
+            )
+            weighted_x = upstream * x
+            vocab_size = tf.cast(tf.shape(embedding_matrix)[0], x.dtype)
+            d_matrix = tf.matmul(shifted_exp, row_scale * x, transpose_a=True) - (smoothing / vocab_size) * (
+                tf.reduce_sum(weighted_x, axis=0)
+            )
+            d_matrix = tf.tensor_scatter_nd_sub(d_matrix, labels[:, tf.newaxis], (1.0 - smoothing) * weighted_x)
+            return dx, d_matrix
+
+        return loss, gradient
+
+    return token_losses(states, matrix)

@@ -13,11 +13,18 @@ mean gradients and so weights a short micro-batch as much as a long one.
 import tensorflow as tf
 
 from t2t_repro.special_tokens import PAD_ID
-from t2t_repro.train.loss import label_smoothed_cross_entropy
+from t2t_repro.train.loss import projected_label_smoothed_cross_entropy
 
 
 def real_tokens(targets):
     return tf.reduce_sum(tf.cast(tf.not_equal(targets, PAD_ID), tf.float32))
+
+
+def training_loss(model, batch, label_smoothing):
+    """(loss_sum, real target tokens) of a Transformer on a batch with dropout on: the label-smoothed cross
+    entropy (section 5.4) of its final decoder states through the pre-softmax projection."""
+    states = model.final_states(batch, training=True)
+    return projected_label_smoothed_cross_entropy(batch["targets"], states, model.output_matrix, label_smoothing)
 
 
 def _dense(gradient):
@@ -54,8 +61,7 @@ class TrainStep:
         gradients, loss_total = None, 0.0
         for batch in micro_batches:
             with tf.GradientTape() as tape:
-                logits = self.model(batch, training=True)
-                loss_sum, _ = label_smoothed_cross_entropy(batch["targets"], logits, self.label_smoothing)
+                loss_sum, _ = training_loss(self.model, batch, self.label_smoothing)
                 scaled = loss_sum / tf.maximum(global_tokens, 1.0)
             step_gradients = tape.gradient(scaled, variables)
             if gradients is None:

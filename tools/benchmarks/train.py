@@ -9,6 +9,9 @@ turns, one of each per round, and each figure is the median over the rounds.
 
 With --peer keras_hub, the same step on an encoder-decoder made of keras_hub.layers.TransformerEncoder and
 TransformerDecoder with equal sizes, vocabulary, tied embeddings, dropout, loss and optimizer is timed too.
+Both minimise the same label-smoothed cross entropy: ours computes it from the decoder states and the shared
+matrix, as the trainer does (`t2t_repro.train.step.training_loss`); the peer, a model that returns logits, from
+its logits with `label_smoothed_cross_entropy`.
 
     python tools/benchmark.py --suite train [--hparams transformer_base] [--peer keras_hub] [--json]
 """
@@ -36,6 +39,7 @@ from t2t_repro.model import build_transformer
 from t2t_repro.special_tokens import PAD_ID
 from t2t_repro.train.loss import label_smoothed_cross_entropy
 from t2t_repro.train.optimizer import make_optimizer
+from t2t_repro.train.step import training_loss
 
 PEERS = ("keras_hub",)
 DEFAULT_WARMUP = 2  # the first call traces (and with XLA compiles); at least one warm-up call is always made
@@ -50,18 +54,24 @@ def add_arguments(parser):
     )
 
 
-def make_train_step(model, optimizer, label_smoothing, jit_compile):
-    """A tf.function running one training step on a {"inputs", "targets"} batch; returns the mean loss."""
+def logits_loss(model, features, label_smoothing):
+    """(loss_sum, tokens) of any model returning logits: the peer's loss."""
+    return label_smoothed_cross_entropy(features["targets"], model(features, training=True), label_smoothing)
+
+
+def make_train_step(model, optimizer, label_smoothing, jit_compile, loss=training_loss):
+    """A tf.function running one training step on a {"inputs", "targets"} batch; returns the mean loss.
+    `loss(model, features, label_smoothing)` gives (loss_sum, tokens): ours by default, `logits_loss` for a
+    peer."""
 
     @tf.function(jit_compile=jit_compile)
     def train_step(features):
         with tf.GradientTape() as tape:
-            logits = model(features, training=True)
-            loss_sum, tokens = label_smoothed_cross_entropy(features["targets"], logits, label_smoothing)
-            loss = loss_sum / tokens
-        gradients = tape.gradient(loss, model.trainable_variables)
+            loss_sum, tokens = loss(model, features, label_smoothing)
+            loss_value = loss_sum / tokens
+        gradients = tape.gradient(loss_value, model.trainable_variables)
         optimizer.apply_gradients(zip(gradients, model.trainable_variables))
-        return loss
+        return loss_value
 
     return train_step
 
@@ -135,7 +145,9 @@ def _warmed_up_steps(models, optimizers, hparams, features, mode, warmup):
         progress(f"train: {label}, {mode}: tracing{' and XLA compiling' if mode == 'xla' else ''}, "
                  f"{warmup} warm-up steps")
         step = functools.partial(
-            make_train_step(model, optimizers[label], hparams.label_smoothing, jit_compile=mode == "xla"), features
+            make_train_step(model, optimizers[label], hparams.label_smoothing, jit_compile=mode == "xla",
+                            loss=logits_loss if isinstance(model, KerasHubTransformer) else training_loss),
+            features,
         )
         try:
             for _ in range(warmup):
