@@ -7,6 +7,7 @@ import importlib.util
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -80,17 +81,23 @@ def test_attention_suite_reports_each_length_and_the_growth_exponent(run):
 def test_train_suite_reports_throughput_and_mfu(run):
     by_metric, _ = _json_lines(run(
         "--suite=train", "--hparams=transformer_tiny", "--batch_sentences=2", "--src_len=4", "--tgt_len=5",
-        "--jit_compile=false", "--warmup=1", "--repeats=1", "--json",
+        "--jit_compile=false", "--warmup=1", "--repeats=3", "--json",
     ))
     tokens = by_metric["train_target_tokens_per_sec"]
     step = by_metric["train_step_ms"]
     assert tokens["config"]["compiled"] == "graph" and tokens["config"]["vocab_size"] == 37_000
     assert tokens["value"] == pytest.approx(2 * 5 / (step["value"] / 1e3))
+    assert step["value"] == pytest.approx(statistics.median(step["config"]["round_step_ms"]))
     mfu = by_metric["mfu"]
     hparams = registry.get_hparams("transformer_tiny")
     assert mfu["config"]["flops_per_step"] == 3 * forward_matmul_flops(hparams, 37_000, 2, 4, 5)
+    # Each round's step against the matmul block of the same round, then the median.
+    block_flops = by_metric["matmul_peak"]["config"]["block_flops"]
+    rounds = zip(mfu["config"]["round_step_ms"], mfu["config"]["matmul_round_ms"])
+    expected = statistics.median(mfu["config"]["flops_per_step"] / s / (block_flops / m) for s, m in rounds)
+    assert mfu["value"] == pytest.approx(expected)
     peak = by_metric["matmul_peak"]["value"] * 1e9
-    assert mfu["value"] == pytest.approx(mfu["config"]["flops_per_step"] / (step["value"] / 1e3) / peak)
+    assert peak == pytest.approx(block_flops / statistics.median(mfu["config"]["matmul_round_ms"]) * 1e3)
     assert "peer" not in tokens
 
 

@@ -5,7 +5,8 @@ entropy (section 5.4), backward pass, Adam update on the section 5.3 schedule, i
 timed as a graph and compiled by XLA (jit_compile=True); the faster is reported and named in the config.
 MFU = model FLOPs per step (`benchmarks.TRAIN_FLOPS_FORMULA`) / step time / the float32 matmul peak measured
 in the same run: every step (each model, each mode) and a block of matmuls lasting about one step are timed in
-turns, one of each per round, and each figure is the median over the rounds.
+turns, one of each per round. Times and the peak are medians over the rounds; the MFU is the median of each
+round's MFU (the step against the block of the same round), so that load changing between rounds cancels.
 
 With --peer keras_hub, the same step on an encoder-decoder made of keras_hub.layers.TransformerEncoder and
 TransformerDecoder with equal sizes, vocabulary, tied embeddings, dropout, loss and optimizer is timed too.
@@ -43,7 +44,7 @@ from t2t_repro.train.step import training_loss
 
 PEERS = ("keras_hub",)
 DEFAULT_WARMUP = 2  # the first call traces (and with XLA compiles); at least one warm-up call is always made
-DEFAULT_REPEATS = 5
+DEFAULT_REPEATS = 7
 _MODES = {"both": ("graph", "xla"), "false": ("graph",), "true": ("xla",)}
 
 
@@ -177,7 +178,8 @@ def _matmul_block(seconds):
 
 
 def measure(models, hparams, features, modes, warmup, repeats):
-    """Median step seconds {label: {mode: seconds}}, XLA errors {label: {mode: error}}, and the matmul peak.
+    """Step seconds of every round {label: {mode: [seconds]}}, XLA errors {label: {mode: error}}, and the
+    matmul peak, with the seconds of its block in every round under "round_seconds".
 
     Every model's step in every mode and a block of large matmuls lasting about one step are timed in turns,
     one call of each per round, so a busy machine slows them alike: the ratios and the MFU survive the noise.
@@ -204,14 +206,26 @@ def measure(models, hparams, features, modes, warmup, repeats):
     matmul_seconds = times.pop("matmul")
     seconds = {label: {} for label in models}
     for (label, mode), step_times in times.items():
-        seconds[label][mode] = statistics.median(step_times)
-    peak.update(flops_per_sec=block_flops / statistics.median(matmul_seconds), timed_calls=len(matmul_seconds))
+        seconds[label][mode] = step_times
+    peak.update(
+        flops_per_sec=block_flops / statistics.median(matmul_seconds),
+        block_flops=block_flops,
+        round_seconds=matmul_seconds,
+        timed_calls=len(matmul_seconds),
+    )
     return seconds, errors, peak
 
 
 def _best(seconds):
-    mode = min(seconds, key=seconds.get)
+    """(mode, its seconds of every round) of the mode with the smallest median."""
+    mode = min(seconds, key=lambda m: statistics.median(seconds[m]))
     return mode, seconds[mode]
+
+
+def round_mfu(flops, step_seconds, peak):
+    """The MFU of each round: the step against the matmul block timed in the same round, so that a change of
+    load between rounds moves both alike."""
+    return [flops / step / (peak["block_flops"] / block) for step, block in zip(step_seconds, peak["round_seconds"])]
 
 
 def run(args):
@@ -229,14 +243,16 @@ def run(args):
         models["keras_hub"] = build_keras_hub_peer(hparams, vocab_size, features)
     seconds, errors, peak = measure(models, hparams, features, _MODES[args.jit_compile], warmup, repeats)
 
-    mode, step_seconds = _best(seconds["t2t_repro"])
+    mode, round_seconds = _best(seconds["t2t_repro"])
+    step_seconds = statistics.median(round_seconds)
     config = {
         "hparams": args.hparams,
         "hparams_overrides": args.hparams_overrides,
         **batch_config(args, vocab_size),
         "params": models["t2t_repro"].count_params(),
         "compiled": mode,
-        **{f"{m}_step_ms": s * 1e3 for m, s in seconds["t2t_repro"].items()},
+        **{f"{m}_step_ms": statistics.median(s) * 1e3 for m, s in seconds["t2t_repro"].items()},
+        "round_step_ms": [s * 1e3 for s in round_seconds],
         **{f"{m}_error": e for m, e in errors["t2t_repro"].items()},
         "warmup": warmup,
         "repeats": repeats,
@@ -244,12 +260,14 @@ def run(args):
     }
     peer = {}
     if args.peer:
-        peer_mode, peer_seconds = _best(seconds[args.peer])
-        peer = {"peer": args.peer, "seconds": peer_seconds}
+        peer_mode, peer_round_seconds = _best(seconds[args.peer])
+        peer = {"peer": args.peer, "seconds": statistics.median(peer_round_seconds),
+                "round_seconds": peer_round_seconds}
         config.update(
             peer_compiled=peer_mode,
             peer_params=models[args.peer].count_params(),
-            **{f"peer_{m}_step_ms": s * 1e3 for m, s in seconds[args.peer].items()},
+            **{f"peer_{m}_step_ms": statistics.median(s) * 1e3 for m, s in seconds[args.peer].items()},
+            peer_round_step_ms=[s * 1e3 for s in peer_round_seconds],
             **{f"peer_{m}_error": e for m, e in errors[args.peer].items()},
         )
 
@@ -260,19 +278,27 @@ def run(args):
         peer_args = {"peer": peer["peer"], "peer_value": of_seconds(peer["seconds"])} if peer else {}
         return measurement(metric, of_seconds(step_seconds), unit, {**config, **(extra or {})}, **peer_args)
 
+    def mfu(round_step_seconds):
+        return statistics.median(round_mfu(flops, round_step_seconds, peak))
+
     peak_config = {f"matmul_{key}": peak[key] for key in ("size", "dtype", "tf32", "calls_per_timing")}
+    peak_config["matmul_round_ms"] = [s * 1e3 for s in peak["round_seconds"]]
+    mfu_peer = {"peer": peer["peer"], "peer_value": mfu(peer["round_seconds"])} if peer else {}
     return [
         compared("train_target_tokens_per_sec", lambda s: target_tokens / s, "tokens/s"),
         compared("train_step_ms", lambda s: s * 1e3, "ms"),
         measurement("matmul_peak", peak["flops_per_sec"] / 1e9, "GFLOP/s",
-                    {key: value for key, value in peak.items() if key != "flops_per_sec"}
+                    {key: value for key, value in peak.items() if key not in ("flops_per_sec", "round_seconds")}
                     | {"device": config["device"]}),
-        compared(
+        measurement(
             "mfu",
-            lambda s: flops / s / peak["flops_per_sec"],
+            mfu(round_seconds),
             "fraction",
-            {"flops_per_step": flops, "flops_formula": TRAIN_FLOPS_FORMULA,
+            {**config, "flops_per_step": flops, "flops_formula": TRAIN_FLOPS_FORMULA,
+             "mfu_method": "median over the rounds of flops_per_step / step seconds / the matmul peak timed in "
+                           "the same round",
              "model_gflops_per_sec": flops / step_seconds / 1e9,
              "matmul_peak_gflops_per_sec": peak["flops_per_sec"] / 1e9, **peak_config},
+            **mfu_peer,
         ),
     ]
