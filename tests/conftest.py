@@ -8,10 +8,15 @@ os.environ["KERAS_BACKEND"] = "tensorflow"
 
 import tensorflow as tf  # noqa: E402
 
-# The tests check the installed package. Run from the repository root, `python -m ...` or `python -c ...` in a
-# subprocess would import the source tree's t2t_repro instead (without problems/ and hparams/ mapped into
-# it), so the whole session runs in an empty working directory.
-os.chdir(tempfile.mkdtemp(prefix="t2t_repro_tests_"))
+
+
+def pytest_sessionstart(session):
+    # The tests check the installed package. Run from the repository root, `python -m ...` or `python -c ...`
+    # in a subprocess would import the source tree's t2t_repro instead (without problems/ and hparams/ mapped
+    # into it), so the session runs in an empty working directory. It moves there once pytest has resolved
+    # pytest.ini's testpaths against the repository root.
+    os.chdir(tempfile.mkdtemp(prefix="t2t_repro_tests_"))
+
 
 # Multi-device tests run on two logical CPUs; this must happen before TensorFlow initializes its devices.
 _cpus = tf.config.list_physical_devices("CPU")
