@@ -9,7 +9,6 @@ os.environ["KERAS_BACKEND"] = "tensorflow"
 import tensorflow as tf  # noqa: E402
 
 
-
 def pytest_sessionstart(session):
     # The tests check the installed package. Run from the repository root, `python -m ...` or `python -c ...`
     # in a subprocess would import the source tree's t2t_repro instead (without problems/ and hparams/ mapped
