@@ -56,6 +56,14 @@ def _sum_over_real_tokens(labels, token_losses_of):
     return tf.reduce_sum(token_losses_of(flat_labels) * weights), tf.reduce_sum(weights)
 
 
+def _softmax_statistics(logits):
+    """(exp(z - max z), its row sums, logsumexp(z) per row) for logits z [tokens, vocab]."""
+    row_max = tf.reduce_max(logits, axis=-1, keepdims=True)
+    shifted_exp = tf.exp(logits - row_max)
+    normalizer = tf.reduce_sum(shifted_exp, axis=-1)
+    return shifted_exp, normalizer, tf.math.log(normalizer) + row_max[:, 0]
+
+
 def _smoothed_token_losses(logits, labels, smoothing):
     """-sum_k q(k) log softmax(z)(k) per row of logits [tokens, vocab], with its gradient written by hand.
 
@@ -69,17 +77,14 @@ def _smoothed_token_losses(logits, labels, smoothing):
     @tf.custom_gradient
     def token_losses(z):
         vocab_size = tf.cast(tf.shape(z)[-1], z.dtype)
-        row_max = tf.reduce_max(z, axis=-1, keepdims=True)
-        shifted_exp = tf.exp(z - row_max)
-        normalizer = tf.reduce_sum(shifted_exp, axis=-1, keepdims=True)
-        log_normalizer = tf.math.log(normalizer[:, 0]) + row_max[:, 0]
+        shifted_exp, normalizer, log_normalizer = _softmax_statistics(z)
         true_logit = tf.gather(z, labels, batch_dims=1)
         loss = log_normalizer - (1.0 - smoothing) * true_logit - smoothing * tf.reduce_mean(z, axis=-1)
 
         def gradient(upstream):
             upstream = upstream[:, tf.newaxis]
             # upstream * (softmax(z) - eps / V), then - upstream * (1 - eps) at each row's label.
-            grad = shifted_exp * (upstream / normalizer) - (smoothing / vocab_size) * upstream
+            grad = shifted_exp * (upstream / normalizer[:, tf.newaxis]) - (smoothing / vocab_size) * upstream
             label_positions = tf.stack([tf.range(tf.shape(labels)[0], dtype=labels.dtype), labels], axis=1)
             return tf.tensor_scatter_nd_sub(grad, label_positions, (1.0 - smoothing) * upstream[:, 0])
 
@@ -103,14 +108,13 @@ def _projected_token_losses(states, matrix, labels, smoothing):
 
     @tf.custom_gradient
     def token_losses(x, embedding_matrix):
-        logits = tf.matmul(x, embedding_matrix, transpose_b=True)
-        row_max = tf.reduce_max(logits, axis=-1, keepdims=True)
-        shifted_exp = tf.exp(logits - row_max)
-        normalizer = tf.reduce_sum(shifted_exp, axis=-1)
+        shifted_exp, normalizer, log_normalizer = _softmax_statistics(
+            tf.matmul(x, embedding_matrix, transpose_b=True)
+        )
         label_rows = tf.gather(embedding_matrix, labels)
         mean_row = tf.reduce_mean(embedding_matrix, axis=0)
         loss = (
-            tf.math.log(normalizer) + row_max[:, 0]
+            log_normalizer
             - (1.0 - smoothing) * tf.reduce_sum(x * label_rows, axis=-1)
             - smoothing * tf.linalg.matvec(x, mean_row)
         )

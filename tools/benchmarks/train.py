@@ -222,10 +222,12 @@ def _best(seconds):
     return mode, seconds[mode]
 
 
-def round_mfu(flops, step_seconds, peak):
-    """The MFU of each round: the step against the matmul block timed in the same round, so that a change of
-    load between rounds moves both alike."""
-    return [flops / step / (peak["block_flops"] / block) for step, block in zip(step_seconds, peak["round_seconds"])]
+def median_mfu(flops, step_seconds, peak):
+    """The median over the rounds of each round's MFU: the step against the matmul block timed in the same
+    round, so that a change of load between rounds moves both alike."""
+    return statistics.median(
+        flops / step / (peak["block_flops"] / block) for step, block in zip(step_seconds, peak["round_seconds"])
+    )
 
 
 def run(args):
@@ -278,12 +280,9 @@ def run(args):
         peer_args = {"peer": peer["peer"], "peer_value": of_seconds(peer["seconds"])} if peer else {}
         return measurement(metric, of_seconds(step_seconds), unit, {**config, **(extra or {})}, **peer_args)
 
-    def mfu(round_step_seconds):
-        return statistics.median(round_mfu(flops, round_step_seconds, peak))
-
     peak_config = {f"matmul_{key}": peak[key] for key in ("size", "dtype", "tf32", "calls_per_timing")}
     peak_config["matmul_round_ms"] = [s * 1e3 for s in peak["round_seconds"]]
-    mfu_peer = {"peer": peer["peer"], "peer_value": mfu(peer["round_seconds"])} if peer else {}
+    mfu_peer = {"peer": peer["peer"], "peer_value": median_mfu(flops, peer["round_seconds"], peak)} if peer else {}
     return [
         compared("train_target_tokens_per_sec", lambda s: target_tokens / s, "tokens/s"),
         compared("train_step_ms", lambda s: s * 1e3, "ms"),
@@ -292,7 +291,7 @@ def run(args):
                     | {"device": config["device"]}),
         measurement(
             "mfu",
-            mfu(round_seconds),
+            median_mfu(flops, round_seconds, peak),
             "fraction",
             {**config, "flops_per_step": flops, "flops_formula": TRAIN_FLOPS_FORMULA,
              "mfu_method": "median over the rounds of flops_per_step / step seconds / the matmul peak timed in "
