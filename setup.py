@@ -30,7 +30,7 @@ setup(
         "matplotlib",
     ],
     extras_require={
-        "test": ["pytest"],
+        "test": ["pytest", "import-linter"],
         "bench": ["keras-hub"],
     },
     entry_points={

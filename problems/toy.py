@@ -4,18 +4,19 @@ They follow exactly the code paths of the paper's problems: toy_ende is a Transl
 parallel text files, like wmt_ende with --manual_dir, and toy_parsing is a ParsingProblem reading WSJ-layout
 .mrg files, like wsj_parsing. Only the directory they read is generated, from a fixed seed, under `--tmp_dir`
 (or, without one, `<system temporary directory>/t2t_repro`), and reused by later runs. The generators are
-`t2t_repro.data.toy_language` and `t2t_repro.data.toy_grammar`; `tools/toy_baselines.py` scores the trivial
+`t2t_repro.data.toy.language` and `t2t_repro.data.toy.grammar`; `tools/toy_baselines.py` scores the trivial
 baselines toy_ende must be far above.
 """
 
 import hashlib
 import os
-import shutil
 import tempfile
 
-from t2t_repro.data import toy_grammar, toy_language, toy_lexicon
+from t2t_repro.data.toy import grammar as toy_grammar, language as toy_language, lexicon as toy_lexicon
+from t2t_repro import safe_write
 from t2t_repro.data.parsing import ParsingProblem
 from t2t_repro.data.translation import TranslationProblem
+from t2t_repro.evaluate.scorers import BleuScorer, ParseF1Scorer
 from t2t_repro.registry import register_problem
 
 STAMP_FILE = "generator.txt"
@@ -40,24 +41,16 @@ def build_once(directory, arguments, write):
     stamp = f"{arguments} generator={digest.hexdigest()[:16]}\n"
     if _read_stamp(directory) == stamp:
         return directory
-    parent, name = os.path.split(directory)
-    work = os.path.join(parent, f".{name}.incomplete-{os.getpid()}")
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
+    work = safe_write.temporary_directory_beside(directory)
     try:
         write(work)
-        with open(os.path.join(work, STAMP_FILE), "w", encoding="utf-8") as f:
-            f.write(stamp)
-        if os.path.lexists(directory):
-            stale = os.path.join(parent, f".{name}.replaced-{os.getpid()}")
-            os.replace(directory, stale)
-            shutil.rmtree(stale, ignore_errors=True)
-        os.rename(work, directory)
+        safe_write.write_file(os.path.join(work, STAMP_FILE), stamp)
+        safe_write.publish_directory(work, directory)
     except OSError:
         if _read_stamp(directory) != stamp:
             raise
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        safe_write.remove(work)
     return directory
 
 
@@ -80,7 +73,7 @@ def _generate_once(problem, tmp_dir, write):
 class ToyEnde(TranslationProblem):
     """Embedded EN->DE-like translation made by code: 100K pairs (reordering, agreement, compounds), 8K BPE.
 
-    A seeded synthetic language pair (`t2t_repro.data.toy_language`): verb-second and verb-final word order,
+    A seeded synthetic language pair (`t2t_repro.data.toy.language`): verb-second and verb-final word order,
     gender, case and adjective agreement, noun compounds (some hyphenated), a few thousand words, sentences
     of 3-50 tokens; 100,000 train, 2,000 dev and 2,000 test pairs. Copying the source scores about 0 BLEU
     and a word-by-word dictionary translation about 13 (`tools/toy_baselines.py`).
@@ -89,6 +82,7 @@ class ToyEnde(TranslationProblem):
     name = "toy_ende"
     source_language = "en"
     target_language = "de"
+    scorer = BleuScorer("de")
     vocab_size = 8_000
     vocab_model_type = "bpe"
     train_shards = 4
@@ -104,13 +98,14 @@ class ToyEnde(TranslationProblem):
 class ToyParsing(ParsingProblem):
     """Embedded constituency parsing made by code: ~44K Treebank-style trees in the WSJ layout, 4K BPE.
 
-    Trees of a seeded probabilistic English grammar (`t2t_repro.data.toy_grammar`): nested subordinate,
+    Trees of a seeded probabilistic English grammar (`t2t_repro.data.toy.grammar`): nested subordinate,
     complement and relative clauses (with traces), prepositional phrases, compounds, coordination and
     punctuation, Penn Treebank labels, function tags and part-of-speech tags; 40,000 train (sections 02-21),
     1,700 dev (22) and 2,400 test (23) trees, as the WSJ split sizes. Every sentence has one correct tree.
     """
 
     name = "toy_parsing"
+    scorer = ParseF1Scorer()
     vocab_size = 4_000
     train_shards = 4
     seed = 1

@@ -5,6 +5,7 @@ holds the parallel text files; see `t2t_repro.data.translation`.
 """
 
 from t2t_repro.data.translation import TranslationProblem
+from t2t_repro.evaluate.scorers import BleuScorer
 from t2t_repro.registry import register_problem
 
 
@@ -20,6 +21,7 @@ class WmtEnde(TranslationProblem):
     name = "wmt_ende"
     source_language = "en"
     target_language = "de"
+    scorer = BleuScorer("de")
     tfds_name = "wmt14_translate/de-en"
     vocab_size = 37_000
     vocab_model_type = "bpe"
@@ -43,6 +45,7 @@ class WmtEnfr(TranslationProblem):
     name = "wmt_enfr"
     source_language = "en"
     target_language = "fr"
+    scorer = BleuScorer("fr")
     tfds_name = "wmt14_translate/fr-en"
     vocab_size = 32_000
     vocab_model_type = "unigram"

@@ -10,6 +10,7 @@ import os
 from t2t_repro.data import ptb_tree
 from t2t_repro.data.parsing import ParsingProblem, tree_to_pair
 from t2t_repro.errors import UserError
+from t2t_repro.evaluate.scorers import ParseF1Scorer
 from t2t_repro.registry import register_problem
 
 SILVER_SUBDIR = "silver"
@@ -24,6 +25,7 @@ class WsjParsing(ParsingProblem):
     """
 
     name = "wsj_parsing"
+    scorer = ParseF1Scorer()
     vocab_size = 16_000
     vocab_sample_sentences = 2_000_000  # more than the ~80K sentences of both sides: the whole train split
     train_shards = 4
@@ -41,6 +43,7 @@ class WsjParsingSemisup(ParsingProblem):
     """
 
     name = "wsj_parsing_semisup"
+    scorer = ParseF1Scorer()
     vocab_size = 32_000
     vocab_sample_sentences = 2_000_000
     train_shards = 128

@@ -30,7 +30,7 @@ class DecodeSettings:
     def __post_init__(self):
         check_fields(self, "decode setting")
         if self.nbest > self.beam_size:
-            raise UserError(f"nbest={self.nbest} is larger than beam_size={self.beam_size}; raise the beam size")
+            raise UserError(f"nbest={self.nbest} is larger than the beam size {self.beam_size}; raise beam_size")
 
     def override(self, **values):
         """A copy with the given values replaced; None values (flags not given) keep the current ones."""
@@ -48,6 +48,6 @@ class DecodeSettings:
 
 
 # Section 6.1.
-TRANSLATION = DecodeSettings(beam_size=4, alpha=0.6, extra_length=50)
+TRANSLATION_DECODE_SETTINGS = DecodeSettings(beam_size=4, alpha=0.6, extra_length=50)
 # Section 6.3.
-PARSING = DecodeSettings(beam_size=21, alpha=0.3, extra_length=300)
+PARSING_DECODE_SETTINGS = DecodeSettings(beam_size=21, alpha=0.3, extra_length=300)

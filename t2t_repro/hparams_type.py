@@ -5,19 +5,18 @@ with `dataclasses.replace`. Users change a set on the command line with `--hpara
 
     hparams = apply_overrides(get_hparams("transformer_base"), "num_layers=4,dropout=0.3,shared_embedding=false")
 
-Decoding settings (beam size, length penalty, extra length) belong to the Problem, as in the paper each task
-has its own (section 6.1 translation, section 6.3 parsing).
+Each field is declared once, with its help (`t2t-repro-trainer --hparams_help` prints them). Decoding settings
+(beam size, length penalty, extra length) belong to the Problem, as in the paper each task has its own
+(section 6.1 translation, section 6.3 parsing).
 """
 
 import dataclasses
 import json
-import typing
 
 from t2t_repro.errors import UserError
+from t2t_repro.settings import check_fields, field_types, parse_value, setting
 
-
-def _field(default, help, choices=None):
-    return dataclasses.field(default=default, metadata={"help": help, "choices": choices})
+_DROPOUT = dict(minimum=0.0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,52 +24,46 @@ class HParams:
     """The configuration of one Transformer experiment. Defaults are the paper's base model (Table 3, base)."""
 
     # Model (section 3).
-    num_layers: int = _field(6, "N: layers in the encoder and in the decoder (section 3.1)")
-    d_model: int = _field(512, "width of every sub-layer output and embedding (section 3.1)")
-    d_ff: int = _field(2048, "inner width of the position-wise feed-forward network (section 3.3)")
-    num_heads: int = _field(8, "h: attention heads (section 3.2.2)")
-    d_k: int = _field(64, "query/key width per head (section 3.2.2)")
-    d_v: int = _field(64, "value width per head (section 3.2.2)")
-    dropout: float = _field(0.1, "P_drop: residual dropout and dropout on embedding sums (section 5.4)")
-    attention_dropout: float = _field(0.0, "dropout on attention weights (not in the paper's sets)")
-    relu_dropout: float = _field(0.0, "dropout after the feed-forward ReLU (not in the paper's sets)")
-    shared_embedding: bool = _field(
+    num_layers: int = setting(6, "N: layers in the encoder and in the decoder (section 3.1)")
+    d_model: int = setting(512, "width of every sub-layer output and embedding (section 3.1)")
+    d_ff: int = setting(2048, "inner width of the position-wise feed-forward network (section 3.3)")
+    num_heads: int = setting(8, "h: attention heads (section 3.2.2)")
+    d_k: int = setting(64, "query/key width per head (section 3.2.2)")
+    d_v: int = setting(64, "value width per head (section 3.2.2)")
+    dropout: float = setting(0.1, "P_drop: residual dropout and dropout on embedding sums (section 5.4)", **_DROPOUT)
+    attention_dropout: float = setting(0.0, "dropout on attention weights (not in the paper's sets)", **_DROPOUT)
+    relu_dropout: float = setting(0.0, "dropout after the feed-forward ReLU (not in the paper's sets)", **_DROPOUT)
+    shared_embedding: bool = setting(
         True, "one matrix for source and target embeddings and the pre-softmax projection (section 3.4)"
     )
-    position_encoding: str = _field(
+    position_encoding: str = setting(
         "sinusoid", "sinusoid (section 3.5) or learned (Table 3 row E)", choices=("sinusoid", "learned")
     )
-    max_position: int = _field(1024, "number of learned positions (used only with position_encoding=learned)")
-    norm_placement: str = _field(
+    max_position: int = setting(1024, "number of learned positions (used only with position_encoding=learned)")
+    norm_placement: str = setting(
         "post", "post: LayerNorm(x + Sublayer(x)) as the paper (section 3.1); pre: x + Sublayer(LayerNorm(x))",
         choices=("post", "pre"),
     )
-    layer_norm_epsilon: float = _field(1e-6, "epsilon of every layer normalization (unstated in the paper)")
+    layer_norm_epsilon: float = setting(1e-6, "epsilon of every layer normalization (unstated in the paper)")
 
     # Training (section 5).
-    label_smoothing: float = _field(0.1, "epsilon_ls (section 5.4)")
-    learning_rate_scale: float = _field(1.0, "factor on the paper's learning-rate formula (1.0 in the paper)")
-    warmup_steps: int = _field(4000, "warmup_steps of the learning-rate formula (section 5.3)")
-    adam_beta1: float = _field(0.9, "Adam beta1 (section 5.3)")
-    adam_beta2: float = _field(0.98, "Adam beta2 (section 5.3)")
-    adam_epsilon: float = _field(1e-9, "Adam epsilon (section 5.3)")
-    train_steps: int = _field(100_000, "optimizer updates (section 5.2)")
-    batch_tokens: int = _field(
+    label_smoothing: float = setting(0.1, "epsilon_ls (section 5.4)", **_DROPOUT)
+    learning_rate_scale: float = setting(1.0, "factor on the paper's learning-rate formula (1.0 in the paper)")
+    warmup_steps: int = setting(4000, "warmup_steps of the learning-rate formula (section 5.3)")
+    adam_beta1: float = setting(0.9, "Adam beta1 (section 5.3)")
+    adam_beta2: float = setting(0.98, "Adam beta2 (section 5.3)")
+    adam_epsilon: float = setting(1e-9, "Adam epsilon (section 5.3)")
+    train_steps: int = setting(100_000, "optimizer updates (section 5.2)")
+    batch_tokens: int = setting(
         25_000, "tokens per batch on each side, padding included: ~25,000 source + 25,000 target (section 5.1)"
     )
-    max_length: int = _field(256, "training pairs longer than this on either side (in subword tokens) are dropped")
-    checkpoint_average_count: int = _field(5, "last checkpoints averaged for evaluation: 5 base, 20 big (section 6.1)")
+    max_length: int = setting(256, "training pairs longer than this on either side (in subword tokens) are dropped")
+    checkpoint_average_count: int = setting(5, "last checkpoints averaged for evaluation: 5 base, 20 big (section 6.1)")
 
     def __post_init__(self):
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            choices = f.metadata["choices"]
-            if choices and value not in choices:
-                raise UserError(f"hparams {f.name}={value!r}: must be one of {', '.join(choices)}")
-            if f.type in (int, "int") and value <= 0:
-                raise UserError(f"hparams {f.name}={value}: must be a positive integer")
+        check_fields(self, "hparams")
         for name in ("dropout", "attention_dropout", "relu_dropout", "label_smoothing"):
-            if not 0.0 <= getattr(self, name) < 1.0:
+            if not getattr(self, name) < 1.0:
                 raise UserError(f"hparams {name}={getattr(self, name)}: must be in [0, 1)")
 
     def to_dict(self):
@@ -95,27 +88,9 @@ def field_names():
     return [f.name for f in dataclasses.fields(HParams)]
 
 
-def _field_types():
-    return typing.get_type_hints(HParams)
-
-
-def _parse_value(name, text, kind):
-    if kind is bool:
-        lowered = text.strip().lower()
-        if lowered in ("true", "1", "yes"):
-            return True
-        if lowered in ("false", "0", "no"):
-            return False
-        raise UserError(f"hparams override {name}={text!r}: expected true or false")
-    try:
-        return kind(text.strip())
-    except ValueError:
-        raise UserError(f"hparams override {name}={text!r}: expected a value of type {kind.__name__}") from None
-
-
 def parse_overrides(text):
     """Parses "key=value,key=value" into a dict typed by the HParams fields."""
-    types = _field_types()
+    types = field_types(HParams)
     values = {}
     for item in filter(None, (part.strip() for part in text.split(","))):
         if "=" not in item:
@@ -123,7 +98,7 @@ def parse_overrides(text):
         name, raw = (s.strip() for s in item.split("=", 1))
         if name not in types:
             raise UserError(f"unknown hparams key {name!r}; valid keys: {', '.join(field_names())}")
-        values[name] = _parse_value(name, raw, types[name])
+        values[name] = parse_value(f"hparams override {name}", raw, types[name])
     return values
 
 

@@ -3,14 +3,11 @@
     @register_hparams
     def transformer_base() -> HParams: ...
 
-    hparams = get_hparams("transformer_base")
-
 The registered modules are imported by explicit lists in `t2t_repro.problems` and `t2t_repro.hparams`;
-`load_all()` imports both, and an import error there is never swallowed.
+`t2t_repro.catalog` imports both and looks names up (`catalog.get_hparams("transformer_base")`).
 """
 
 import difflib
-import importlib
 import re
 
 from t2t_repro.errors import UserError
@@ -61,37 +58,7 @@ def register_hparams(fn):
     return HPARAMS.register(fn.__name__, fn)
 
 
-def load_all():
-    """Imports every module that registers problems and hparams sets."""
-    importlib.import_module("t2t_repro.problems")
-    importlib.import_module("t2t_repro.hparams")
-
-
-def get_problem(name):
-    """Returns a new instance of the registered Problem `name`."""
-    load_all()
-    return PROBLEMS.get(name)()
-
-
-def get_hparams(name):
-    """Returns the HParams of the registered set `name`."""
-    load_all()
-    return HPARAMS.get(name)()
-
-
 def description(obj):
     """The first line of an object's docstring: its one-line description in listings."""
     doc = (obj.__doc__ or "").strip()
     return doc.splitlines()[0] if doc else ""
-
-
-def registry_help():
-    """A listing of every registered problem and hparams set with its one-line description."""
-    load_all()
-    lines = []
-    for title, registry in (("Problems", PROBLEMS), ("Hparams sets", HPARAMS)):
-        lines.append(f"{title}:")
-        width = max((len(n) for n in registry.names()), default=0)
-        for name in registry.names():
-            lines.append(f"  {name.ljust(width)}  {description(registry.get(name))}")
-    return "\n".join(lines)

@@ -12,8 +12,9 @@ import typing
 from t2t_repro.errors import UserError
 
 
-def setting(default, help, choices=None, minimum=1):
-    """A dataclass field with its help text, its allowed values and (for numbers) its smallest allowed value."""
+def setting(default, help, choices=None, minimum=None):
+    """A dataclass field with its help text, its allowed values and its smallest allowed value (integers: 1
+    unless told otherwise)."""
     return dataclasses.field(default=default, metadata={"help": help, "choices": choices, "minimum": minimum})
 
 
@@ -37,6 +38,8 @@ def check_fields(settings, what):
         if choices and value not in choices:
             raise UserError(f"{what} {f.name}={value!r}: must be one of {', '.join(choices)}")
         minimum = f.metadata.get("minimum")
+        if minimum is None and types[f.name] is int:
+            minimum = 1
         if types[f.name] in (int, float) and minimum is not None and value < minimum:
             raise UserError(f"{what} {f.name}={value}: must be at least {minimum}")
 

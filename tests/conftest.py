@@ -1,20 +1,11 @@
 """Shared pytest set-up: quiet TensorFlow, the Keras TensorFlow backend, and two logical CPU devices."""
 
 import os
-import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ["KERAS_BACKEND"] = "tensorflow"
 
 import tensorflow as tf  # noqa: E402
-
-
-def pytest_sessionstart(session):
-    # The tests check the installed package. Run from the repository root, `python -m ...` or `python -c ...`
-    # in a subprocess would import the source tree's t2t_repro instead (without problems/ and hparams/ mapped
-    # into it), so the session runs in an empty working directory. It moves there once pytest has resolved
-    # pytest.ini's testpaths against the repository root.
-    os.chdir(tempfile.mkdtemp(prefix="t2t_repro_tests_"))
 
 
 # Multi-device tests run on two logical CPUs; this must happen before TensorFlow initializes its devices.

@@ -14,8 +14,8 @@ from t2t_repro.errors import UserError
 from t2t_repro.hparams_type import HParams
 from t2t_repro.model import build_transformer
 from t2t_repro.train import averaging
-from t2t_repro.train.averaging import average_checkpoints
-from t2t_repro.train.run_dir import AVERAGED_DIR, CHECKPOINT_DIR, RunInfo, latest_checkpoint, prepare_output_dir
+from t2t_repro.run.jobs import average as average_checkpoints
+from t2t_repro.run.layout import RunInfo, RunLayout
 
 HPARAMS = HParams(num_layers=1, d_model=8, d_ff=16, num_heads=2, d_k=4, d_v=4, checkpoint_average_count=3)
 VOCAB_SIZE = 11
@@ -32,11 +32,11 @@ def scratch_model():
 def make_run(output_dir, steps=STEPS):
     """A run directory whose training checkpoints (model + optimizer, as the trainer writes them) hold
     known random weights; returns {step: [weight arrays in model.weights order]}."""
-    prepare_output_dir(str(output_dir), HPARAMS, RunInfo("toy_ende", "test", "", str(output_dir)))
+    RunLayout(output_dir).record(HPARAMS, RunInfo("toy_ende", "test", "", str(output_dir)))
     model = scratch_model()
     optimizer = keras.optimizers.Adam()
     checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=tf.Variable(0, dtype=tf.int64))
-    manager = tf.train.CheckpointManager(checkpoint, str(output_dir / CHECKPOINT_DIR), max_to_keep=10)
+    manager = tf.train.CheckpointManager(checkpoint, str(output_dir / "checkpoints"), max_to_keep=10)
     rng = np.random.default_rng(0)
     saved = {}
     for step in steps:
@@ -58,11 +58,11 @@ def restored_weights(path):
 def test_average_is_the_mean_of_the_last_k_checkpoints(tmp_path):
     saved = make_run(tmp_path)
     path = average_checkpoints(str(tmp_path))  # K = hparams.checkpoint_average_count = 3
-    assert path == os.path.join(str(tmp_path), AVERAGED_DIR, "ckpt-400")
+    assert path == os.path.join(str(tmp_path), "averaged", "ckpt-400")
     expected = [np.mean([saved[s][i] for s in (200, 300, 400)], axis=0) for i in range(len(saved[400]))]
     for got, want in zip(restored_weights(path), expected):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
-    assert latest_checkpoint(str(tmp_path)) == path, "the decoder must pick the average up"
+    assert RunLayout(str(tmp_path)).latest_checkpoint() == path, "the decoder must pick the average up"
 
 
 def test_fewer_checkpoints_than_requested_averages_all_with_a_warning(tmp_path, caplog):
@@ -128,13 +128,13 @@ def test_cli_writes_the_average_and_prints_its_path(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         avg_cli.main([f"--output_dir={tmp_path}"])
     assert exit_info.value.code == 0
-    assert capsys.readouterr().out.strip() == os.path.join(str(tmp_path), AVERAGED_DIR, "ckpt-8")
+    assert capsys.readouterr().out.strip() == os.path.join(str(tmp_path), "averaged", "ckpt-8")
 
 
 def test_an_interrupted_swap_is_repaired(tmp_path):
     saved = make_run(tmp_path)
     path = average_checkpoints(str(tmp_path), num_last=1)
     # A crash between the two renames leaves the previous average aside and no averaged/ directory.
-    os.rename(os.path.join(tmp_path, AVERAGED_DIR), os.path.join(tmp_path, ".averaged-old-crash"))
-    averaging._repair_interrupted_swap(str(tmp_path))
+    os.rename(os.path.join(tmp_path, "averaged"), os.path.join(tmp_path, ".averaged-old-crash"))
+    averaging._repair_interrupted_swap(os.path.join(tmp_path, "averaged"))
     np.testing.assert_array_equal(restored_weights(path)[0], saved[400][0])

@@ -1,6 +1,7 @@
 """Token-budget batching over TFRecord shards: budgets, filtering, padding, seeded shuffling, resumable iterators."""
 
 import collections
+import itertools
 
 import numpy as np
 import pytest
@@ -72,6 +73,45 @@ def test_every_batch_within_its_token_budget_and_no_pair_lost(shards):
     )
     assert seen == expected
     assert len(expected) < len(pairs)  # the long tail really was filtered
+
+
+def _reference_batches(pairs, batch_tokens, max_length):
+    """What token_batches must produce, in plain Python: each pair that fits joins the bucket of the first length
+    L >= its longer side; a bucket holding batch_tokens // L pairs is emitted at once, padded to L; when the
+    pairs run out, the partial buckets follow, shortest L first."""
+    lengths = bucket_lengths(max_length)
+    buckets = collections.defaultdict(list)
+
+    def padded(index):
+        rows = buckets.pop(index)
+        return tuple(np.array([row + [PAD_ID] * (lengths[index] - len(row)) for row in side], np.int32)
+                     for side in zip(*rows))
+
+    for source, target in pairs:
+        if len(source) > max_length or len(target) > max_length:
+            continue
+        index = next(i for i, length in enumerate(lengths) if length >= max(len(source), len(target)))
+        buckets[index].append((list(source), list(target)))
+        if len(buckets[index]) == batch_tokens // lengths[index]:
+            yield padded(index)
+    for index in sorted(buckets):
+        yield padded(index)
+
+
+@pytest.mark.parametrize("batch_tokens, max_length, repeat", [(2048, 128, False), (512, 64, False), (512, 64, True)])
+def test_batches_are_exactly_the_reference_bucketing(shards, batch_tokens, max_length, repeat):
+    """Same pairs, same order, same padded shapes as the bucketing spelled out in Python (training losses
+    depend on it: tests/test_golden.py), through the end of the data and across epochs."""
+    read = [(e["inputs"].tolist(), e["targets"].tolist()) for e in _dataset(shards).as_numpy_iterator()]
+    batches = token_batches(_dataset(shards), batch_tokens, max_length, repeat=repeat)
+    count = 400 if repeat else None
+    expected = list(itertools.islice(_reference_batches(itertools.cycle(read) if repeat else read, batch_tokens,
+                                                        max_length), count))
+    actual = list(batches.take(count or -1).as_numpy_iterator())
+    assert len(actual) == len(expected)
+    for batch, (inputs, targets) in zip(actual, expected):
+        np.testing.assert_array_equal(batch["inputs"], inputs, strict=True)
+        np.testing.assert_array_equal(batch["targets"], targets, strict=True)
 
 
 def test_padding_efficiency_on_realistic_lengths(shards):

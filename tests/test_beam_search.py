@@ -1,7 +1,7 @@
-"""Beam search: the cache against full recomputation, exhaustive optimality, the length penalty, batch
-independence, n-best order, greedy decoding and early termination."""
+"""Beam search: its logic on a hand-made table of log-probabilities (exhaustive optimality, length penalty, EOS,
+length limit, early stop, n-best order, greedy decoding, batch independence, the state following the beams),
+then on a real tiny Transformer (the cache against recomputation, the maximum lengths)."""
 
-import functools
 import itertools
 import math
 
@@ -10,42 +10,58 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_repro.decode.beam_search import beam_search, length_penalty, search
-from t2t_repro.model import Transformer
+from t2t_repro.decode.beam_search import beam_search, length_penalty
+from t2t_repro.decode.transformer_search import beam_decode, compiled_search
+from t2t_repro.decode_settings import DecodeSettings
+from t2t_repro.hparams_type import HParams
+from t2t_repro.model import build_transformer
 from t2t_repro.special_tokens import EOS_ID, PAD_ID
 
-TINY = dict(num_layers=1, d_model=16, d_ff=32, num_heads=4, d_k=4, d_v=4, dropout=0.0)
+
+def table(sentences, vocab_size, seed=1, eos_bias=0.0):
+    """log P(next token | sentence, previous token) [sentences, vocab, vocab], PAD impossible, EOS favoured by
+    `eos_bias`."""
+    logits = np.random.default_rng(seed).normal(size=[sentences, vocab_size, vocab_size])
+    logits[..., EOS_ID] += eos_bias
+    logits[..., PAD_ID] = -np.inf
+    return logits - np.log(np.exp(logits).sum(-1, keepdims=True))
 
 
-@functools.lru_cache(maxsize=None)
-def tiny_model(vocab_size, seed=1, eos_bias=0.0):
-    """A random tiny Transformer, shared between tests and never modified by them.
+def table_scorer(log_probs):
+    """A scoring function reading `log_probs` [sentences, vocab, vocab] (a float32 tensor).
 
-    `eos_bias` is added to the EOS logit (in the cached, uncached and teacher-forced paths alike) so that
-    hypotheses end before the maximum length. Most tests run `search` eagerly: for models this small that is
-    faster than tracing; the compiled path is what the cache and batch tests check."""
-    keras.utils.set_random_seed(seed)
-    model = Transformer(vocab_size, **TINY)
-    one = tf.ones([1, 1], tf.int32)
-    model({"inputs": one, "targets": one})
-    if eos_bias:
-        project = model.output_projection.project
-        bias = tf.one_hot(EOS_ID, vocab_size) * eos_bias
-        model.output_projection.project = lambda x: project(x) + bias
-    return model
+    The state carries each row's sentence and the ids the row was given so far: a search that did not reorder
+    the state along the beams it keeps would fail the check."""
+
+    def symbols_to_logits_fn(ids, step, state):
+        tf.debugging.assert_equal(state["seen"], ids[:, :-1], message="the state did not follow its beam")
+        next_log_probs = tf.gather_nd(log_probs, tf.stack([state["row"], ids[:, -1]], 1))
+        return next_log_probs, {"row": state["row"], "seen": ids}
+
+    return symbols_to_logits_fn
 
 
-def sequence_scores(model, source, sequences, alpha):
-    """log P(sequence | source) / length_penalty(|sequence|) by teacher forcing, PAD excluded as in the search."""
+@tf.function
+def _search(log_probs, beam_size, max_lengths, alpha, eos_id=EOS_ID):
+    rows = tf.repeat(tf.range(len(log_probs)), beam_size)
+    state = {"row": rows, "seen": tf.zeros([len(log_probs) * beam_size, 0], tf.int32)}
+    return beam_search(table_scorer(log_probs), tf.fill([len(log_probs)], PAD_ID), beam_size, max_lengths,
+                       log_probs.shape[-1], alpha, states=state, eos_id=eos_id)
+
+
+def search(log_probs, beam_size, max_lengths, alpha, eos_id=EOS_ID):
+    """The table's hypotheses [sentences, beam_size, length] and scores, as numpy arrays."""
+    ids, scores = _search(tf.constant(log_probs, tf.float32), beam_size, tf.constant(max_lengths, tf.int32), alpha,
+                          eos_id)
+    return ids.numpy(), scores.numpy()
+
+
+def reference_scores(log_probs, sentence, sequences, alpha):
+    """log P(sequence) / length_penalty(|sequence|) for each sequence, by reading the table."""
     scores = []
-    memory, memory_bias = model.encode(tf.constant([source], tf.int32))
     for sequence in sequences:
-        decoder_inputs = tf.constant([[PAD_ID] + list(sequence[:-1])], tf.int32)
-        logits = model.decode(decoder_inputs, memory, memory_bias)[0].numpy().astype(np.float64)
-        logits[:, PAD_ID] = -np.inf
-        peak = logits.max(-1, keepdims=True)
-        log_probs = logits - peak - np.log(np.exp(logits - peak).sum(-1, keepdims=True))
-        total = sum(log_probs[i, token] for i, token in enumerate(sequence))
+        previous = [PAD_ID] + list(sequence[:-1])
+        total = sum(log_probs[sentence, a, b] for a, b in zip(previous, sequence))
         scores.append(total / length_penalty(len(sequence), alpha))
     return np.array(scores)
 
@@ -64,104 +80,101 @@ def test_length_penalty_matches_hand_computation():
     np.testing.assert_allclose(length_penalty(tf.constant([1, 7, 13]), 0.6).numpy(), [1.0, 2**0.6, 3**0.6], rtol=1e-6)
 
 
-def test_cached_and_uncached_give_identical_hypotheses_and_scores():
-    model = tiny_model(12, eos_bias=1.0)
+@pytest.mark.parametrize("alpha", [0.0, 0.6])
+def test_wide_beam_returns_the_exhaustive_best(alpha):
+    # Vocabulary of 5 (PAD, EOS, 2, 3, 4), at most 3 tokens: 1 + 3 + 9 sequences end with EOS and 27 are cut
+    # at the maximum length. A beam of 9 never drops an alive prefix, so its 9 must be the exhaustive 9 best.
+    log_probs = table(1, 5, seed=3, eos_bias=1.5)
+    max_length = 3
+    words = (2, 3, 4)
+    sequences = [p + (EOS_ID,) for n in range(max_length) for p in itertools.product(words, repeat=n)]
+    sequences += list(itertools.product(words, repeat=max_length))
+    exhaustive = reference_scores(log_probs, 0, sequences, alpha)
+    order = np.argsort(-exhaustive, kind="stable")
+
+    ids, scores = search(log_probs, 9, [max_length], alpha)
+    assert [strip(row) for row in ids[0]] == [sequences[i] for i in order[:9]]
+    np.testing.assert_allclose(scores[0], exhaustive[order[:9]], rtol=1e-5)
+
+
+def test_nbest_is_ordered_distinct_scored_and_ends_at_eos():
+    log_probs = table(2, 8, eos_bias=1.0)
+    ids, scores = search(log_probs, 5, [6, 4], 0.6)
+    for sentence, max_length in enumerate([6, 4]):
+        assert np.all(np.diff(scores[sentence]) <= 0)
+        hypotheses = [strip(row) for row in ids[sentence]]
+        assert len(set(hypotheses)) == 5
+        for hypothesis in hypotheses:  # EOS only at the end; no EOS only when cut at the maximum length
+            assert EOS_ID not in hypothesis[:-1]
+            assert hypothesis[-1] == EOS_ID or len(hypothesis) == max_length
+        reference = reference_scores(log_probs, sentence, hypotheses, 0.6)
+        np.testing.assert_allclose(scores[sentence], reference, rtol=1e-5)
+    assert np.any(ids == EOS_ID), "the test should cover hypotheses that end with EOS"
+
+
+def test_maximum_length_is_per_sentence():
+    # eos_id=-1: nothing ends early, so every hypothesis runs to its sentence's own maximum.
+    ids, _ = search(table(2, 8), 2, [2, 5], 0.6, eos_id=-1)
+    np.testing.assert_array_equal((ids != PAD_ID).sum(-1), [[2, 2], [5, 5]])
+
+
+def test_beam_one_is_greedy_decoding():
+    log_probs = table(1, 8, eos_bias=0.5)
+    greedy = [PAD_ID]
+    while len(greedy) <= 7 and greedy[-1] != EOS_ID:
+        greedy.append(int(np.argmax(log_probs[0, greedy[-1]])))
+    ids, _ = search(log_probs, 1, [7], 0.6)
+    assert ids.shape[1] == 1 and strip(ids[0, 0]) == tuple(greedy[1:])
+
+
+def test_search_stops_early_once_nothing_can_beat_the_finished():
+    log_probs = table(1, 8, eos_bias=6.0)  # EOS all but certain at every step
+    # alpha=0: an alive hypothesis can only lose probability, so it is out once below the 4th finished.
+    ids, scores = search(log_probs, 4, [50], 0.0)
+    assert strip(ids[0, 0])[-1] == EOS_ID
+    assert ids.shape[-1] < 10, "the loop ran on although no alive hypothesis could win"
+    assert math.isfinite(scores[0, 0])
+
+
+def test_sentence_result_does_not_depend_on_its_batch():
+    log_probs = table(3, 8, eos_bias=1.0)
+    alone_ids, alone_scores = search(log_probs[1:2], 4, [5], 0.6)
+    batch_ids, batch_scores = search(log_probs, 4, [9, 5, 2], 0.6)
+    assert [strip(r) for r in alone_ids[0]] == [strip(r) for r in batch_ids[1]]
+    np.testing.assert_allclose(alone_scores[0], batch_scores[1], rtol=1e-6)
+
+
+def tiny_model(seed=1, vocab_size=12, **overrides):
+    keras.utils.set_random_seed(seed)
+    hparams = HParams(num_layers=1, d_model=16, d_ff=32, num_heads=4, d_k=4, d_v=4, dropout=0.0, **overrides)
+    return build_transformer(hparams, vocab_size)
+
+
+def test_cached_and_uncached_transformer_give_identical_hypotheses_and_scores():
+    model = tiny_model(seed=4)  # whose 4-best lists hold hypotheses that end with EOS
     inputs = tf.constant([[4, 5, 6, 1, 0], [7, 3, 9, 10, 1], [8, 1, 0, 0, 0]])
-    cached_ids, cached_scores = beam_search(model, inputs, beam_size=4, alpha=0.6, extra_length=4, nbest=4)
-    full_ids, full_scores = beam_search(
-        model, inputs, beam_size=4, alpha=0.6, extra_length=4, nbest=4, use_cache=False
-    )
+    settings = DecodeSettings(beam_size=4, alpha=0.6, extra_length=4, nbest=4)
+    cached_ids, cached_scores = beam_decode(model, inputs, settings)
+    full_ids, full_scores = beam_decode(model, inputs, settings, use_cache=False)
     np.testing.assert_array_equal(cached_ids.numpy(), full_ids.numpy())
     np.testing.assert_allclose(cached_scores.numpy(), full_scores.numpy(), rtol=1e-5)
     assert np.any(cached_ids.numpy() == EOS_ID), "the test should cover hypotheses that end with EOS"
 
 
-@pytest.mark.parametrize("alpha", [0.0, 0.6])
-def test_wide_beam_returns_the_exhaustive_best(alpha):
-    # Vocabulary of 5 (PAD, EOS, 2, 3, 4): at most 3 tokens, so 1 + 3 + 9 ended sequences and 27 cut at the
-    # maximum length. A beam of 9 never drops an alive prefix, so its n-best must be the exhaustive n-best.
-    model = tiny_model(5, seed=3, eos_bias=1.5)
-    source = [3, EOS_ID]
-    max_length = len(source) + 1
-    words = (2, 3, 4)
-    sequences = [p + (EOS_ID,) for n in range(max_length) for p in itertools.product(words, repeat=n)]
-    sequences += list(itertools.product(words, repeat=max_length))
-    exhaustive = sequence_scores(model, source, sequences, alpha)
-    order = np.argsort(-exhaustive, kind="stable")
-
-    ids, scores = search(model, tf.constant([source]), beam_size=9, alpha=alpha, extra_length=1, nbest=9)
-    found = [strip(row) for row in ids.numpy()[0]]
-    assert found == [sequences[i] for i in order[:9]]
-    np.testing.assert_allclose(scores.numpy()[0], exhaustive[order[:9]], rtol=1e-5)
-
-
-def test_scores_are_length_normalized_log_probabilities():
-    model = tiny_model(12, eos_bias=1.0)
-    source = [4, 5, 6, 1]
-    ids, scores = search(model, tf.constant([source]), beam_size=3, alpha=0.6, extra_length=4, nbest=3)
-    hypotheses = [strip(row) for row in ids.numpy()[0]]
-    np.testing.assert_allclose(scores.numpy()[0], sequence_scores(model, source, hypotheses, 0.6), rtol=1e-5)
-
-
-def test_sentence_result_does_not_depend_on_its_batch():
-    model = tiny_model(12, eos_bias=1.0)
-    alone = tf.constant([[4, 5, 1]])
-    batch = tf.constant([[7, 3, 9, 10, 8, 6, 1], [4, 5, 1, 0, 0, 0, 0], [9, 9, 8, 7, 6, 5, 1]])
-    settings = dict(beam_size=4, alpha=0.6, extra_length=3, nbest=4)
-    alone_ids, alone_scores = beam_search(model, alone, **settings)
-    batch_ids, batch_scores = beam_search(model, batch, **settings)
-    assert [strip(r) for r in alone_ids.numpy()[0]] == [strip(r) for r in batch_ids.numpy()[1]]
-    np.testing.assert_allclose(alone_scores.numpy()[0], batch_scores.numpy()[1], rtol=1e-5)
-
-
-def test_maximum_length_is_input_length_plus_extra_per_sentence():
-    model = tiny_model(12)
+@pytest.mark.parametrize(
+    "overrides, lengths", [({}, [5, 9]), ({"position_encoding": "learned", "max_position": 6}, [5, 6])]
+)
+def test_transformer_outputs_are_at_most_input_length_plus_extra_and_max_position(overrides, lengths):
+    # eos_id=-1: nothing ends early; real input lengths 2 and 6, extra length 3.
+    model = tiny_model(**overrides)
     inputs = tf.constant([[4, 1, 0, 0, 0, 0], [4, 5, 6, 7, 8, 1]])
-    # eos_id=-1: nothing ends early, so every hypothesis runs to its sentence's own maximum.
-    ids, _ = search(model, inputs, beam_size=2, alpha=0.6, extra_length=3, nbest=2, eos_id=-1)
-    lengths = (ids.numpy() != PAD_ID).sum(-1)
-    np.testing.assert_array_equal(lengths, [[5, 5], [9, 9]])
+    ids, _ = beam_decode(model, inputs, DecodeSettings(beam_size=2, extra_length=3, nbest=2), eos_id=-1)
+    np.testing.assert_array_equal((ids.numpy() != PAD_ID).sum(-1), [[length] * 2 for length in lengths])
 
 
-def test_nbest_is_ordered_distinct_and_led_by_the_1best():
-    model = tiny_model(12, eos_bias=1.0)
-    inputs = tf.constant([[4, 5, 6, 1], [8, 9, 1, 0]])
-    ids, scores = search(model, inputs, beam_size=5, alpha=0.6, extra_length=4, nbest=5)
-    best_ids, best_scores = search(model, inputs, beam_size=5, alpha=0.6, extra_length=4, nbest=1)
-    for sentence in range(2):
-        row_scores = scores.numpy()[sentence]
-        assert np.all(np.diff(row_scores) <= 0)
-        hypotheses = [strip(r) for r in ids.numpy()[sentence]]
-        assert len(set(hypotheses)) == 5
-        assert hypotheses[0] == strip(best_ids.numpy()[sentence, 0])
-        assert row_scores[0] == pytest.approx(best_scores.numpy()[sentence, 0])
-
-
-def test_beam_one_is_greedy_decoding():
-    model = tiny_model(12, eos_bias=1.0)
-    source = [4, 5, 6, 1]
-    memory, memory_bias = model.encode(tf.constant([source]))
-    greedy = [PAD_ID]
-    while len(greedy) <= len(source) + 6 and greedy[-1] != EOS_ID:
-        logits = model.decode(tf.constant([greedy]), memory, memory_bias)[0, -1].numpy()
-        logits[PAD_ID] = -np.inf
-        greedy.append(int(np.argmax(logits)))
-    ids, _ = search(model, tf.constant([source]), beam_size=1, alpha=0.6, extra_length=6)
-    assert strip(ids.numpy()[0, 0]) == tuple(greedy[1:])
-
-
-def test_search_stops_early_once_nothing_can_beat_the_finished():
-    model = tiny_model(12, eos_bias=6.0)  # EOS all but certain at every step
-    # alpha=0: an alive hypothesis can only lose probability, so it is out once below the 4th finished.
-    ids, scores = search(model, tf.constant([[4, 5, 6, 1]]), beam_size=4, alpha=0.0, extra_length=50)
-    assert strip(ids.numpy()[0, 0])[-1] == EOS_ID
-    assert ids.shape[-1] < 10, "the loop ran on although no alive hypothesis could win"
-    assert math.isfinite(scores.numpy()[0, 0])
-
-
-def test_bad_settings_are_refused():
-    model = tiny_model(12)
-    with pytest.raises(ValueError, match="nbest"):
-        search(model, tf.constant([[4, 1]]), beam_size=2, alpha=0.6, extra_length=3, nbest=3)
-    with pytest.raises(ValueError, match="beam_size"):
-        search(model, tf.constant([[4, 1]]), beam_size=0, alpha=0.6, extra_length=3)
+def test_compiled_searches_are_kept_per_model_and_search_settings():
+    model = tiny_model()
+    settings = DecodeSettings(beam_size=2, nbest=2)
+    assert compiled_search(model, settings) is compiled_search(model, settings.override(max_input_length=8))
+    assert compiled_search(model, settings) is not compiled_search(model, settings.override(alpha=0.0))
+    assert compiled_search(model, settings) is not compiled_search(model, settings, use_cache=False)

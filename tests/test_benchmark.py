@@ -20,7 +20,7 @@ sys.path.insert(0, str(TOOLS))
 
 from benchmarks import forward_matmul_flops, measurement  # noqa: E402
 
-from t2t_repro import registry  # noqa: E402
+from t2t_repro import catalog  # noqa: E402
 
 
 def _load_dispatcher():
@@ -89,7 +89,7 @@ def test_train_suite_reports_throughput_and_mfu(run):
     assert tokens["value"] == pytest.approx(2 * 5 / (step["value"] / 1e3))
     assert step["value"] == pytest.approx(statistics.median(step["config"]["round_step_ms"]))
     mfu = by_metric["mfu"]
-    hparams = registry.get_hparams("transformer_tiny")
+    hparams = catalog.get_hparams("transformer_tiny")
     assert mfu["config"]["flops_per_step"] == 3 * forward_matmul_flops(hparams, 37_000, 2, 4, 5)
     # Each round's step against the matmul block of the same round, then the median.
     block_flops = by_metric["matmul_peak"]["config"]["block_flops"]
@@ -166,7 +166,7 @@ def test_measurement_adds_the_ratio_to_a_comparison():
 
 def test_forward_flops_by_hand():
     # One layer, d_model=2, one head of width 2, d_ff=4, vocabulary 10, batch 1, source 3, target 2 tokens.
-    hparams = registry.get_hparams("transformer_tiny")
+    hparams = catalog.get_hparams("transformer_tiny")
     tiny = type(hparams)(num_layers=1, d_model=2, d_ff=4, num_heads=1, d_k=2, d_v=2)
     self_projections = 2 * 2 * 6 + 2 * 2 * 2  # Q, K, V: 2 -> 6; output: 2 -> 2
     ffn = 2 * (2 * 2 * 4)

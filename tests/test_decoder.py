@@ -8,16 +8,17 @@ import pytest
 import tensorflow as tf
 
 from t2t_repro.cli import decoder as decoder_cli
-from t2t_repro.data.problem import DecodeDefaults, Problem
+from t2t_repro.data.problem import Problem
 from t2t_repro.decode.decode_text import decode_file, decode_texts, decode_texts_nbest, read_source_lines
+from t2t_repro.decode_settings import DecodeSettings
 from t2t_repro.hparams_type import HParams
 from t2t_repro.model import build_transformer
 from t2t_repro.registry import register_problem
 from t2t_repro.special_tokens import EOS_ID, PAD_ID, UNK_ID
-from t2t_repro.train.run_dir import CHECKPOINT_DIR, RunInfo, prepare_output_dir
+from t2t_repro.run.layout import RunInfo, RunLayout
 
 HPARAMS = HParams(num_layers=1, d_model=16, d_ff=32, num_heads=2, d_k=8, d_v=8, dropout=0.0)
-SETTINGS = dict(beam_size=3, alpha=0.6, extra_length=4)
+SETTINGS = DecodeSettings(beam_size=3, alpha=0.6, extra_length=4)
 
 
 class CharVocabulary:
@@ -49,8 +50,8 @@ class DecoderTestChars(Problem):
     """Characters to characters, for the decoding tests (no data: the vocabulary is fixed)."""
 
     name = "decoder_test_chars"
-    evaluation = "bleu"
-    decode_defaults = DecodeDefaults(**SETTINGS)
+    decode_settings = SETTINGS
+    postprocess_note = "outputs in angle brackets"
     vocab_size = 12
 
     def generate_data(self, data_dir, tmp_dir=None, manual_dir=None):
@@ -83,8 +84,9 @@ def model():
     return build_transformer(HPARAMS, CharVocabulary().vocab_size)
 
 
-def decode(texts, model, **settings):
-    return decode_texts(texts, model, CharVocabulary(), DecoderTestChars(), progress=False, **settings)
+def decode(texts, model, batch_size=None, **settings):
+    return decode_texts(texts, model, CharVocabulary(), SETTINGS.override(**settings), DecoderTestChars().postprocess,
+                        batch_size=batch_size, progress=False)
 
 
 def test_outputs_come_back_in_input_order_whatever_the_batching(model):
@@ -131,7 +133,8 @@ def test_decode_file_survives_invalid_utf8_and_keeps_line_count(model, tmp_path,
     assert "line 3" in caplog.text and "UTF-8" in caplog.text
 
     target = tmp_path / "out.txt"
-    count = decode_file(source, target, model, CharVocabulary(), DecoderTestChars(), progress=False)
+    count = decode_file(source, target, model, CharVocabulary(), SETTINGS, DecoderTestChars().postprocess,
+                        progress=False)
     written = target.read_text(encoding="utf-8").split("\n")
     assert count == 4 and written[-1] == "" and len(written) == 5
     assert written[:4] == decode(lines, model)
@@ -141,13 +144,15 @@ def test_nbest_file_has_n_scored_lines_per_input_best_first(model, tmp_path):
     source = tmp_path / "source.txt"
     source.write_text("abc\nhead\n", encoding="utf-8")
     target = tmp_path / "out.txt"
-    decode_file(source, target, model, CharVocabulary(), DecoderTestChars(), nbest=3, progress=False)
+    postprocess = DecoderTestChars().postprocess
+    decode_file(source, target, model, CharVocabulary(), SETTINGS.override(nbest=3), postprocess, progress=False)
     rows = [line.split("\t", 1) for line in target.read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 6
     for first in (0, 3):
         scores = [float(score) for score, _ in rows[first : first + 3]]
         assert scores == sorted(scores, reverse=True)
-    nbest = decode_texts_nbest(["abc"], model, CharVocabulary(), DecoderTestChars(), nbest=3, progress=False)
+    nbest = decode_texts_nbest(["abc"], model, CharVocabulary(), SETTINGS.override(nbest=3), postprocess,
+                               progress=False)
     assert [h.text for h in nbest[0]] == [text for _, text in rows[:3]]
     assert rows[0][1] == decode(["abc"], model)[0]
 
@@ -155,8 +160,9 @@ def test_nbest_file_has_n_scored_lines_per_input_best_first(model, tmp_path):
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory, model):
     output_dir = tmp_path_factory.mktemp("run")
-    prepare_output_dir(str(output_dir), HPARAMS, RunInfo("decoder_test_chars", "test", "", str(output_dir)))
-    manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model), str(output_dir / CHECKPOINT_DIR), 2)
+    layout = RunLayout(output_dir)
+    layout.record(HPARAMS, RunInfo("decoder_test_chars", "test", "", str(output_dir)))
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model), layout.checkpoint_dir, 2)
     manager.save(checkpoint_number=10)
     return output_dir
 

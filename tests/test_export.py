@@ -17,6 +17,7 @@ import tensorflow as tf
 from t2t_repro.cli import decoder, exporter
 from t2t_repro.cli.common import run_main
 from t2t_repro.errors import UserError
+from t2t_repro.run import jobs
 from t2t_repro.serve import export, versions
 
 # Loads a SavedModel in a fresh interpreter (-I: no user site, no PYTHONPATH, no current directory) where
@@ -90,9 +91,10 @@ def test_exporter_writes_version_1_with_its_settings(exported_model, serving_run
 
 def test_export_runs_without_the_project_and_matches_the_decoder(exported_model, serving_run, parallel_text_dir,
                                                                  tmp_path):
-    from t2t_repro.decode.beam_search import beam_search
+    from t2t_repro.decode.transformer_search import beam_decode
+    from t2t_repro.decode_settings import DecodeSettings
     from t2t_repro.special_tokens import EOS_ID
-    from t2t_repro.train.run_dir import restore_run
+    from t2t_repro.run.restore import restore_run
 
     sources = _sources(parallel_text_dir)
     run = restore_run(serving_run)
@@ -118,7 +120,7 @@ def test_export_runs_without_the_project_and_matches_the_decoder(exported_model,
     assert isolated["outputs"][8:10] == ["", ""] and isolated["scores"][8:10] == [0.0, 0.0]
     assert isolated["outputs"][-1] == isolated["outputs"][0]
 
-    ids, scores = beam_search(run.model, padded, beam_size=4, alpha=0.6, extra_length=6)
+    ids, scores = beam_decode(run.model, padded, DecodeSettings(beam_size=4, alpha=0.6, extra_length=6))
     expected = ids.numpy()[:, 0]
     got = np.array(isolated["ids"])
     assert got.shape == expected.shape and (got == expected).all()
@@ -154,7 +156,7 @@ def test_second_export_is_version_2_and_a_failed_one_leaves_nothing(exported_mod
     shutil.copytree(exported_model, base / "1")
     stale = base / ".tmp-export-999999999-dead"  # left by an export whose process no longer exists
     stale.mkdir()
-    path = export.export_saved_model(str(serving_run), export_dir=str(base), extra_length=2, beam_size=1)
+    path = jobs.export(str(serving_run), export_dir=str(base), extra_length=2, beam_size=1)
     assert path == str(base / "2") and versions.list_versions(base) == [1, 2]
     assert export.read_export_metadata(path)["decode"]["beam_size"] == 1
     assert versions.latest_version_dir(base) == str(base / "2")
@@ -167,7 +169,7 @@ def test_second_export_is_version_2_and_a_failed_one_leaves_nothing(exported_mod
 
     monkeypatch.setattr(tf.saved_model, "save", save_then_fail)
     with pytest.raises(OSError, match="No space left"):
-        export.export_saved_model(str(serving_run), export_dir=str(base), extra_length=2)
+        jobs.export(str(serving_run), export_dir=str(base), extra_length=2)
     assert sorted(os.listdir(base)) == ["1", "2"]
 
 

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from t2t_repro import registry
+from t2t_repro import catalog
 from t2t_repro.errors import UserError
 from t2t_repro.hparams_type import HParams, apply_overrides, parse_overrides
 
@@ -14,7 +14,7 @@ def test_overrides_are_typed():
 
 
 def test_apply_overrides_returns_new_frozen_hparams():
-    base = registry.get_hparams("transformer_base")
+    base = catalog.get_hparams("transformer_base")
     changed = apply_overrides(base, "num_layers=4")
     assert changed.num_layers == 4 and base.num_layers == 6
     with pytest.raises(Exception):
@@ -41,7 +41,7 @@ def test_bad_values_are_clear_errors(text, pattern):
 
 
 def test_validation_of_values():
-    base = registry.get_hparams("transformer_base")
+    base = catalog.get_hparams("transformer_base")
     with pytest.raises(UserError, match="position_encoding.*sinusoid, learned"):
         apply_overrides(base, "position_encoding=relative")
     with pytest.raises(UserError, match="dropout"):
@@ -51,22 +51,22 @@ def test_validation_of_values():
 
 
 def test_json_round_trip():
-    big = registry.get_hparams("transformer_big")
+    big = catalog.get_hparams("transformer_big")
     assert HParams.from_dict(json.loads(big.to_json())) == big
-    assert big.differing_keys(registry.get_hparams("transformer_big_enfr")) == ["dropout"]
+    assert big.differing_keys(catalog.get_hparams("transformer_big_enfr")) == ["dropout"]
 
 
 def test_paper_settings():
-    base = registry.get_hparams("transformer_base")
+    base = catalog.get_hparams("transformer_base")
     assert (base.num_layers, base.d_model, base.d_ff, base.num_heads, base.d_k, base.d_v) == (6, 512, 2048, 8, 64, 64)
     assert (base.dropout, base.label_smoothing, base.warmup_steps, base.train_steps) == (0.1, 0.1, 4000, 100_000)
     assert (base.adam_beta1, base.adam_beta2, base.adam_epsilon) == (0.9, 0.98, 1e-9)
     assert base.batch_tokens == 25_000 and base.checkpoint_average_count == 5
     assert base.norm_placement == "post" and base.shared_embedding and base.position_encoding == "sinusoid"
     assert base.attention_dropout == 0.0 and base.relu_dropout == 0.0
-    big = registry.get_hparams("transformer_big")
+    big = catalog.get_hparams("transformer_big")
     assert (big.d_model, big.d_ff, big.num_heads, big.dropout, big.train_steps) == (1024, 4096, 16, 0.3, 300_000)
     assert big.checkpoint_average_count == 20
-    assert registry.get_hparams("transformer_big_enfr").dropout == 0.1
-    parsing = registry.get_hparams("transformer_parsing")
+    assert catalog.get_hparams("transformer_big_enfr").dropout == 0.1
+    parsing = catalog.get_hparams("transformer_parsing")
     assert (parsing.num_layers, parsing.d_model) == (4, 1024)

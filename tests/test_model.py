@@ -1,3 +1,4 @@
+import dataclasses
 import math
 
 import keras
@@ -5,19 +6,21 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from t2t_repro.hparams_type import HParams
 from t2t_repro.model import Transformer
 from t2t_repro.model.attention import MultiHeadAttention, causal_bias, padding_bias, scaled_dot_product_attention
 from t2t_repro.model.embedding import PositionEncoding, TokenEmbedding, sinusoid_position_encoding
 from t2t_repro.model.feed_forward import FeedForward
 from t2t_repro.model.layer_norm import LayerNormalization
 from t2t_repro.model.layers import DecoderLayer, EncoderLayer, SublayerConnection
+from t2t_repro.model.transformer import DECODER_SELF_ATTENTION, ENCODER_DECODER_ATTENTION, ENCODER_SELF_ATTENTION
 
-TINY = dict(num_layers=2, d_model=16, d_ff=32, num_heads=4, d_k=4, d_v=6, dropout=0.0)
+TINY = HParams(num_layers=2, d_model=16, d_ff=32, num_heads=4, d_k=4, d_v=6, dropout=0.0)
 
 
 def tiny_model(**overrides):
     keras.utils.set_random_seed(1)
-    return Transformer(50, **{**TINY, **overrides})
+    return Transformer(dataclasses.replace(TINY, **overrides), 50)
 
 
 def test_causal_mask_gives_zero_weight_to_future_positions():
@@ -49,6 +52,19 @@ def test_separate_key_and_value_widths():
     layer = MultiHeadAttention(num_heads=2, d_k=3, d_v=5, d_model=8)
     assert layer(tf.zeros([1, 4, 8])).shape == (1, 4, 8)
     assert layer.qkv_dense.kernel.shape == (8, 2 * (3 + 3 + 5))
+
+
+def test_attention_returns_its_weights_and_extends_its_cache():
+    layer = MultiHeadAttention(num_heads=2, d_k=3, d_v=5, d_model=8)
+    x = tf.random.stateless_normal([1, 4, 8], seed=[1, 2])
+    output, weights = layer(x, bias=causal_bias(4), return_attention_scores=True)
+    assert weights.shape == (1, 2, 4, 4)
+    np.testing.assert_allclose(output.numpy(), layer(x, bias=causal_bias(4)).numpy())
+    cache = {"k": tf.zeros([1, 2, 0, 3]), "v": tf.zeros([1, 2, 0, 5])}
+    for position in range(4):
+        last, cache, weights = layer(x[:, position : position + 1], cache=cache, return_attention_scores=True)
+        np.testing.assert_allclose(last.numpy()[0, 0], output.numpy()[0, position], atol=1e-5)
+    assert cache["k"].shape == (1, 2, 4, 3) and weights.shape == (1, 2, 1, 4)
 
 
 def test_layer_norm_equals_keras_layer_norm_with_gradients():
@@ -124,20 +140,25 @@ def test_future_targets_do_not_change_earlier_logits():
     assert not np.allclose(a[0, 3], b[0, 3])
 
 
+@pytest.mark.parametrize("use_cache", [True, False])
 @pytest.mark.parametrize("overrides", [{}, {"norm_placement": "pre", "shared_embedding": False}])
-def test_cached_incremental_decoding_equals_full_decoder(overrides):
+def test_scoring_function_equals_teacher_forcing(overrides, use_cache):
     model = tiny_model(**overrides)
     inputs = tf.constant([[5, 6, 7, 1], [8, 9, 1, 0]])
     targets = tf.constant([[10, 11, 12, 13, 1], [14, 15, 1, 0, 0]])
     full = model({"inputs": inputs, "targets": targets}).numpy()
-    memory, memory_bias = model.encode(inputs)
-    cache = model.init_cache(memory, memory_bias)
-    ids = tf.zeros([2], tf.int32)
+    # Two beams per sentence: rows 2s and 2s + 1 both read sentence s.
+    symbols_to_logits_fn, state = model.scoring_function(inputs, beam_size=2, use_cache=use_cache)
+    decoder_inputs = tf.repeat(tf.pad(targets, [[0, 0], [1, 0]]), 2, axis=0)
     for step in range(targets.shape[1]):
-        logits, cache = model.decode_step(ids, step, cache)
-        np.testing.assert_allclose(logits.numpy(), full[:, step], atol=1e-5)
-        ids = targets[:, step]
-    assert cache["layers"][0]["self"]["k"].shape[2] == targets.shape[1]
+        logits, state = symbols_to_logits_fn(decoder_inputs[:, : step + 1], step, state)
+        np.testing.assert_allclose(logits.numpy()[::2], full[:, step], atol=1e-5)
+        np.testing.assert_allclose(logits.numpy()[1::2], full[:, step], atol=1e-5)
+    if use_cache:  # the state is the self-attention cache alone: the memory stays in the function
+        assert [sorted(layer) for layer in state] == [["k", "v"]] * TINY.num_layers
+        assert state[0]["k"].shape == (4, TINY.num_heads, targets.shape[1], TINY.d_k)
+    else:
+        assert state == {}
 
 
 def test_dropout_is_active_only_in_training():
@@ -153,9 +174,9 @@ LAYERS = [
     (PositionEncoding(d_model=8, kind="learned", max_position=30), None),
     (FeedForward(d_model=8, d_ff=16, relu_dropout=0.2), None),
     (SublayerConnection(dropout=0.2, norm_placement="pre", layer_norm_epsilon=1e-5), None),
-    (EncoderLayer(8, 16, 2, 4, 4, dropout=0.2, norm_placement="pre"), None),
-    (DecoderLayer(8, 16, 2, 3, 5, attention_dropout=0.1, relu_dropout=0.1), None),
-    (Transformer(40, **{**TINY, "shared_embedding": False, "position_encoding": "learned"}), None),
+    (EncoderLayer(dataclasses.replace(TINY, dropout=0.2, norm_placement="pre")), None),
+    (DecoderLayer(dataclasses.replace(TINY, attention_dropout=0.1, relu_dropout=0.1)), None),
+    (Transformer(dataclasses.replace(TINY, shared_embedding=False, position_encoding="learned"), 40), None),
 ]
 
 
@@ -164,6 +185,8 @@ def test_get_config_round_trip(layer):
     config = layer.get_config()
     rebuilt = type(layer).from_config(config)
     assert rebuilt.get_config() == config
+    if hasattr(layer, "hparams"):  # built from one HParams, which the config holds whole
+        assert rebuilt.hparams == layer.hparams and config["hparams"] == layer.hparams.to_dict()
 
 
 def test_checkpoint_round_trip_restores_every_weight(tmp_path):
@@ -174,18 +197,20 @@ def test_checkpoint_round_trip_restores_every_weight(tmp_path):
     saved = {name for name, _ in tf.train.list_variables(path) if name.startswith("model/")}
     assert len(saved) == len(model.weights)
     keras.utils.set_random_seed(2)
-    fresh = Transformer(50, **TINY)
+    fresh = Transformer(TINY, 50)
     fresh(features)
     tf.train.Checkpoint(model=fresh).restore(path).assert_existing_objects_matched()
     np.testing.assert_allclose(fresh(features).numpy(), expected, atol=1e-6)
 
 
-def test_attention_weights_can_be_kept_for_visualisation():
+def test_model_returns_the_attention_weights_of_every_layer():
     model = tiny_model()
-    layers = [model.encoder_layers[0].self_attention, model.decoder_layers[1].cross_attention]
-    for layer in layers:
-        layer.keep_weights = True
-    model({"inputs": tf.constant([[5, 6, 7, 1]]), "targets": tf.constant([[8, 1]])})
-    assert layers[0].last_weights.shape == (1, 4, 4, 4)
-    assert layers[1].last_weights.shape == (1, 4, 2, 4)
-    np.testing.assert_allclose(layers[1].last_weights.numpy().sum(-1), 1.0, rtol=1e-5)
+    features = {"inputs": tf.constant([[5, 6, 7, 1]]), "targets": tf.constant([[8, 1]])}
+    logits, weights = model(features, return_attention_scores=True)
+    np.testing.assert_allclose(logits.numpy(), model(features).numpy())
+    shapes = {ENCODER_SELF_ATTENTION: (1, 4, 4, 4), DECODER_SELF_ATTENTION: (1, 4, 2, 2),
+              ENCODER_DECODER_ATTENTION: (1, 4, 2, 4)}
+    assert sorted(weights) == sorted(shapes)
+    for kind, shape in shapes.items():
+        assert [w.shape for w in weights[kind]] == [shape] * TINY.num_layers
+        np.testing.assert_allclose(np.sum(weights[kind], axis=-1), 1.0, rtol=1e-5)

@@ -3,14 +3,14 @@ import sys
 
 import pytest
 
-from t2t_repro import registry
+from t2t_repro import catalog, registry
 from t2t_repro.errors import UserError
 from t2t_repro.hparams.table3 import TABLE3_ROWS
 
 
 def test_unknown_hparams_name_lists_closest():
     with pytest.raises(UserError, match="transformer_base"):
-        registry.get_hparams("transformer_bsae")
+        catalog.get_hparams("transformer_bsae")
 
 
 def test_registry_rejects_duplicates_and_bad_names():
@@ -23,8 +23,7 @@ def test_registry_rejects_duplicates_and_bad_names():
 
 
 def test_registry_help_lists_every_set_with_a_description():
-    text = registry.registry_help()
-    registry.load_all()
+    text = catalog.registry_help()
     for name in registry.HPARAMS.names():
         line = next(line for line in text.splitlines() if line.split()[:1] == [name])
         assert len(line.split()) > 1, f"{name} has no description"
@@ -34,7 +33,7 @@ def test_table3_has_a_set_per_row():
     counts = {}
     for row in TABLE3_ROWS:
         counts[row.row] = counts.get(row.row, 0) + 1
-        registry.get_hparams(row.hparams)
+        catalog.get_hparams(row.hparams)
     assert counts == {"base": 1, "A": 4, "B": 2, "C": 7, "D": 4, "E": 1, "big": 1}
 
 

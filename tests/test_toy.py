@@ -9,9 +9,9 @@ import pytest
 from t2t_repro import registry
 from t2t_repro.data import ptb_tree
 from t2t_repro.data.parsing import PHRASE_LABELS, POS_TAGS
-from t2t_repro.data.toy_grammar import Clause, Grammar, NounPhrase, Sentence, sentence_words, write_treebank
-from t2t_repro.data.toy_language import GermanRealiser, detokenize, word_by_word_dictionary, write_toy_corpus
-from t2t_repro.data.toy_lexicon import build_lexicon
+from t2t_repro.data.toy.grammar import Clause, Grammar, NounPhrase, Sentence, sentence_words, write_treebank
+from t2t_repro.data.toy.language import GermanRealiser, detokenize, word_by_word_dictionary, write_toy_corpus
+from t2t_repro.data.toy.lexicon import build_lexicon
 from t2t_repro.problems.toy import STAMP_FILE, ToyEnde, ToyParsing
 
 SMALL = {"num_train": 1500, "num_dev": 100, "num_test": 200}

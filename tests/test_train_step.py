@@ -4,8 +4,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from t2t_repro.hparams_type import HParams
 from t2t_repro.model import Transformer
 from t2t_repro.train.step import TrainStep
+
+HPARAMS = HParams(num_layers=2, d_model=16, d_ff=32, num_heads=2, d_k=8, d_v=8, dropout=0.0)
 
 HALF_A = {
     "inputs": np.array([[5, 6, 7, 1], [8, 9, 1, 0]], np.int32),
@@ -28,14 +31,14 @@ WHOLE = {
 
 def _reference_weights():
     keras.utils.set_random_seed(7)
-    model = Transformer(30, num_layers=2, d_model=16, d_ff=32, num_heads=2, d_k=8, d_v=8, dropout=0.0)
+    model = Transformer(HPARAMS, 30)
     model({"inputs": WHOLE["inputs"], "targets": WHOLE["targets"]})
     return model.get_weights()
 
 
 def _run(strategy, batches, accumulation_steps):
     with strategy.scope():
-        model = Transformer(30, num_layers=2, d_model=16, d_ff=32, num_heads=2, d_k=8, d_v=8, dropout=0.0)
+        model = Transformer(HPARAMS, 30)
         model({"inputs": WHOLE["inputs"], "targets": WHOLE["targets"]})
         model.set_weights(_reference_weights())
         # Plain SGD: the update is the gradient itself, so equal weights mean equal gradients.

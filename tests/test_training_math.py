@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_repro import registry
+from t2t_repro import catalog
 from t2t_repro.train.loss import label_smoothed_cross_entropy, projected_label_smoothed_cross_entropy
 from t2t_repro.train.optimizer import make_optimizer
 from t2t_repro.train.schedule import NoamSchedule, paper_learning_rate
@@ -27,13 +27,13 @@ def test_schedule_peaks_at_warmup():
 
 
 def test_optimizer_is_the_papers_adam():
-    optimizer = make_optimizer(registry.get_hparams("transformer_base"))
+    optimizer = make_optimizer(catalog.get_hparams("transformer_base"))
     assert (optimizer.beta_1, optimizer.beta_2, optimizer.epsilon) == (0.9, 0.98, 1e-9)
     assert float(optimizer.learning_rate) == pytest.approx(paper_learning_rate(1, 512))
 
 
 def test_fused_adam_makes_keras_adams_updates():
-    hparams = registry.get_hparams("transformer_tiny")
+    hparams = catalog.get_hparams("transformer_tiny")
     weights = {}
     for name, optimizer in (("fused", make_optimizer(hparams)), ("keras", keras.optimizers.Adam(
         learning_rate=NoamSchedule(hparams.d_model, hparams.warmup_steps, hparams.learning_rate_scale),

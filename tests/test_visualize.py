@@ -5,7 +5,8 @@ import pytest
 
 from t2t_repro.cli import visualize
 from t2t_repro.cli.common import run_main
-from t2t_repro.train.run_dir import load_hparams, restore_run
+from t2t_repro.run import jobs
+from t2t_repro.run.layout import RunLayout
 from t2t_repro.visualize import attention_maps, curves
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -23,11 +24,11 @@ def _assert_png(path):
 
 @pytest.fixture(scope="module")
 def maps(trained_run):
-    return attention_maps.compute_attention_maps(restore_run(trained_run), SENTENCE, beam_size=1)
+    return jobs.attention_maps(trained_run, SENTENCE, beam_size=1)
 
 
 def test_maps_are_distributions_over_the_tokens_on_their_axes(maps, trained_run):
-    hparams = load_hparams(trained_run)
+    hparams = RunLayout(trained_run).load_hparams()
     assert maps.source_tokens[-1] == "</s>" and len(maps.source_tokens) >= len(SENTENCE.split()) + 1
     assert maps.decoder_input_tokens[0] == "<pad>"
     assert maps.decoder_input_tokens[1:] == maps.output_tokens[:-1]
@@ -45,7 +46,7 @@ def test_maps_are_distributions_over_the_tokens_on_their_axes(maps, trained_run)
 def test_attention_png_per_kind_layer_and_head(trained_run, tmp_path, maps):
     out = tmp_path / "figures"
     assert _visualize(f"--output_dir={trained_run}", f"--sentence={SENTENCE}", f"--out={out}", "--beam_size=1") == 0
-    hparams = load_hparams(trained_run)
+    hparams = RunLayout(trained_run).load_hparams()
     expected = {
         f"{kind}_layer{layer}_{suffix}.png"
         for kind in attention_maps.KINDS

@@ -4,9 +4,11 @@ import numpy as np
 import pytest
 import tensorflow_datasets as tfds
 
-from t2t_repro.data.problem import TRANSLATION_DECODE_DEFAULTS
+from t2t_repro.decode_settings import TRANSLATION_DECODE_SETTINGS
+from t2t_repro.evaluate.scorers import BleuScorer
 from t2t_repro.errors import UserError
-from t2t_repro.registry import description, get_problem
+from t2t_repro.catalog import get_problem
+from t2t_repro.registry import description
 from t2t_repro.special_tokens import EOS_ID
 
 MOCK_EXAMPLES = 12
@@ -20,7 +22,8 @@ def test_wmt_problem_through_tfds_mock_data(tmp_path, name, source, target, mode
     problem = get_problem(name)
     assert (problem.source_language, problem.target_language) == (source, target)
     assert (problem.vocab_model_type, problem.vocab_size) == (model_type, requested)
-    assert problem.evaluation == "bleu" and problem.decode_defaults == TRANSLATION_DECODE_DEFAULTS
+    assert problem.decode_settings == TRANSLATION_DECODE_SETTINGS
+    assert isinstance(problem.scorer, BleuScorer) and problem.scorer.lang == problem.target_language
     assert description(type(problem)).startswith("WMT14 English->")
     data_dir = tmp_path / "data"
     with tfds.testing.mock_data(num_examples=MOCK_EXAMPLES):

@@ -2,8 +2,9 @@
 
 import pytest
 
-from t2t_repro import registry
-from t2t_repro.data.problem import PARSING_DECODE_DEFAULTS
+from t2t_repro import catalog
+from t2t_repro.decode_settings import PARSING_DECODE_SETTINGS
+from t2t_repro.evaluate.scorers import ParseF1Scorer
 from t2t_repro.errors import UserError
 from t2t_repro.problems.wsj_parsing import WsjParsing, WsjParsingSemisup
 
@@ -53,12 +54,12 @@ class TinySemisup(WsjParsingSemisup):
 
 
 def test_registered_with_the_papers_settings():
-    wsj = registry.get_problem("wsj_parsing")
-    semisup = registry.get_problem("wsj_parsing_semisup")
+    wsj = catalog.get_problem("wsj_parsing")
+    semisup = catalog.get_problem("wsj_parsing_semisup")
     assert (wsj.vocab_size, semisup.vocab_size) == (16_000, 32_000)
-    assert wsj.evaluation == "parse_f1" and wsj.decode_defaults == PARSING_DECODE_DEFAULTS
-    assert (PARSING_DECODE_DEFAULTS.beam_size, PARSING_DECODE_DEFAULTS.alpha) == (21, 0.3)
-    assert PARSING_DECODE_DEFAULTS.extra_length == 300
+    assert isinstance(wsj.scorer, ParseF1Scorer) and wsj.decode_settings == PARSING_DECODE_SETTINGS
+    assert (PARSING_DECODE_SETTINGS.beam_size, PARSING_DECODE_SETTINGS.alpha) == (21, 0.3)
+    assert PARSING_DECODE_SETTINGS.extra_length == 300
 
 
 def test_generates_data_and_scores_gold_trees_perfectly(tmp_path, treebank):

@@ -22,7 +22,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from t2t_repro import registry  # noqa: E402
 from t2t_repro.cli.common import run_main  # noqa: E402
-from t2t_repro.data.toy_language import detokenize, word_by_word_dictionary  # noqa: E402
+from t2t_repro.data.toy.language import detokenize, word_by_word_dictionary  # noqa: E402
 
 _TOKEN = re.compile(r"[^\s.,?]+|[.,?]")
 

@@ -23,9 +23,9 @@ def _main(argv):
     args = build_parser().parse_args(argv)
     quiet_tensorflow()
     show_info_logs()
-    from t2t_repro.train.averaging import average_checkpoints
+    from t2t_repro.run import jobs
 
-    print(average_checkpoints(args.output_dir, args.num_last))
+    print(jobs.average(args.output_dir, args.num_last))
     return 0
 
 

@@ -1,19 +1,50 @@
-"""What every console script shares: quiet TensorFlow start-up and one-line errors for user mistakes."""
+"""What every console script shares: flags derived from settings dataclasses, quiet TensorFlow start-up and
+one-line errors for user mistakes."""
 
 import argparse
 import contextlib
+import dataclasses
 import logging
 import os
 import sys
+
+from t2t_repro.errors import UserError
+from t2t_repro.settings import field_types, parse_value
 
 
 class ArgumentParser(argparse.ArgumentParser):
     """argparse for `--name=value` flags whose mistakes end like any other user error: one line, exit 2."""
 
     def error(self, message):
-        from t2t_repro.errors import UserError
-
         raise UserError(f"{message} (see {self.prog} --help)")
+
+
+def add_settings_flags(parser, settings_class, defaults=None, exclude=()):
+    """Adds one `--<field>` flag per field of a settings dataclass (those declared with `settings.setting`),
+    typed by the field and helped by its help text. A flag not given is None, so that
+    `settings.override(**values)` keeps the default; `defaults` (an instance) names the defaults in the help.
+    A bool field that defaults to False is a switch."""
+    types = field_types(settings_class)
+    for field in dataclasses.fields(settings_class):
+        if field.name in exclude or not field.metadata:
+            continue
+        default = getattr(defaults, field.name) if defaults is not None else field.default
+        kind = types[field.name]
+        flag = f"--{field.name}"
+        if kind is bool and default is False:
+            parser.add_argument(flag, action="store_true", default=None, help=field.metadata["help"])
+            continue
+        shown = "" if default is None else f" (default: {default})"
+        parser.add_argument(
+            flag, default=None, metavar=field.name.upper(), choices=field.metadata["choices"],
+            type=lambda text, name=flag, kind=kind: parse_value(name, text, kind),
+            help=field.metadata["help"] + shown,
+        )
+
+
+def settings_values(args, settings_class):
+    """{field: flag value} of the flags `add_settings_flags` added for `settings_class` (None: not given)."""
+    return {f.name: getattr(args, f.name) for f in dataclasses.fields(settings_class) if hasattr(args, f.name)}
 
 
 def show_info_logs():
@@ -60,8 +91,6 @@ def quiet_tensorflow():
 
 def run_main(main, argv=None):
     """Runs `main(argv)`; a UserError (or bad flags) ends in one line on stderr and exit status 2."""
-    from t2t_repro.errors import UserError
-
     try:
         return main(argv)
     except UserError as error:

@@ -25,12 +25,9 @@ def build_parser():
 def _main(argv):
     args = build_parser().parse_args(argv)
     quiet_tensorflow()
-    from t2t_repro import registry
-    from t2t_repro.data.text_problem import summary_line
+    from t2t_repro.run import jobs
 
-    problem = registry.get_problem(args.problem)
-    summary = problem.generate_data(args.data_dir, tmp_dir=args.tmp_dir, manual_dir=args.manual_dir)
-    print(summary_line(summary), flush=True)
+    print(jobs.generate_data(args.problem, args.data_dir, args.tmp_dir, args.manual_dir), flush=True)
     return 0
 
 

@@ -14,7 +14,9 @@ dev loss, perplexity and BLEU or F1 over the training steps, from the run's Tens
 import os
 import sys
 
-from t2t_repro.cli.common import ArgumentParser, quiet_tensorflow, run_main
+from t2t_repro.cli.common import ArgumentParser, add_settings_flags, quiet_tensorflow, run_main, settings_values
+from t2t_repro.decode_settings import DecodeSettings
+from t2t_repro.errors import UserError
 
 
 def build_parser():
@@ -25,18 +27,13 @@ def build_parser():
     parser.add_argument("--layer", type=int, action="append",
                         help="layer to draw, numbered from 1; repeatable (default: every layer)")
     parser.add_argument("--checkpoint", help="checkpoint prefix to restore (default: the run's newest)")
-    parser.add_argument("--beam_size", type=int, help="beam width; 1 is greedy (default: the problem's)")
-    parser.add_argument("--alpha", type=float, help="length penalty exponent (default: the problem's)")
-    parser.add_argument("--extra_length", type=int, help="max output length = input length + this "
-                        "(default: the problem's)")
+    add_settings_flags(parser, DecodeSettings, exclude=("nbest", "max_input_length"))
     parser.add_argument("--curves", action="store_true", help="plot the training curves of the run's logs")
     return parser
 
 
 def prepare_out_dir(path):
     """Creates `path` if needed; a directory that cannot be created or written to is a UserError."""
-    from t2t_repro.errors import UserError
-
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as error:
@@ -47,8 +44,6 @@ def prepare_out_dir(path):
 
 def _main(argv):
     args = build_parser().parse_args(argv)
-    from t2t_repro.errors import UserError
-
     if args.sentence is None and not args.curves:
         raise UserError("nothing to draw: give --sentence=TEXT (attention maps) and/or --curves")
     if args.sentence is not None and not args.sentence.strip():
@@ -59,14 +54,12 @@ def _main(argv):
     quiet_tensorflow()
     written = []
     if args.sentence is not None:
-        from t2t_repro.train.run_dir import restore_run
-        from t2t_repro.visualize.attention_maps import compute_attention_maps, render_attention_maps
+        from t2t_repro.run import jobs
+        from t2t_repro.visualize.attention_maps import render_attention_maps
 
-        run = restore_run(args.output_dir, args.checkpoint)
         layers = args.layer
-        if layers and not all(1 <= layer <= run.hparams.num_layers for layer in layers):
-            raise UserError(f"--layer={layers}: this model's layers are numbered 1 to {run.hparams.num_layers}")
-        maps = compute_attention_maps(run, args.sentence, args.beam_size, args.alpha, args.extra_length)
+        maps = jobs.attention_maps(args.output_dir, args.sentence, args.checkpoint, layers,
+                                   **settings_values(args, DecodeSettings))
         print(f"source: {' '.join(maps.source_tokens)}")
         print(f"output: {' '.join(maps.output_tokens)}")
         print(f"decoded: {maps.translation}")

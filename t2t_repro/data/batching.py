@@ -12,8 +12,9 @@ positions, padding included. Bucket lengths grow by about 10% (tensor2tensor's h
 5% of each side, and a compiled step sees one shape per bucket (plus the short last batch of each bucket
 when the data is not repeated).
 
-Every stage is a tf.data transformation whose state tf.train.Checkpoint saves, so a training run that saves
-the iterator resumes on exactly the batch it would have read next.
+The bucketing is tf.data's own `bucket_by_sequence_length` (a `group_by_window`), and every stage is a
+tf.data transformation whose state tf.train.Checkpoint saves, so a training run that saves the iterator
+resumes on exactly the batch it would have read next.
 """
 
 import numpy as np
@@ -65,31 +66,23 @@ def token_batches(
     if max_length < 1 or batch_tokens < 1:
         raise UserError("max_length and batch_tokens must be positive")
     lengths = bucket_lengths(max_length)
-    batch_sizes = [batch_tokens // length for length in lengths]
-    lengths_tensor = tf.constant(lengths, tf.int32)
-    batch_sizes_tensor = tf.constant(batch_sizes, tf.int64)
 
     def fits(example):
         return tf.logical_and(tf.size(example["inputs"]) <= max_length, tf.size(example["targets"]) <= max_length)
-
-    def bucket_id(example):
-        return tf.cast(tf.searchsorted(lengths_tensor, [_pair_length(example)], side="left")[0], tf.int64)
-
-    def batch_bucket(key, pairs):
-        length = tf.gather(lengths_tensor, key)
-        return pairs.padded_batch(
-            tf.gather(batch_sizes_tensor, key),
-            padded_shapes={"inputs": [length], "targets": [length]},
-            padding_values={"inputs": PAD_ID, "targets": PAD_ID},
-        )
 
     pairs = dataset.filter(fits)
     if shuffle:
         pairs = pairs.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     if repeat:
         pairs = pairs.repeat()
-    batches = pairs.group_by_window(
-        key_func=bucket_id, reduce_func=batch_bucket, window_size_func=lambda key: tf.gather(batch_sizes_tensor, key)
+    # Bucket i holds the pairs of length L[i-1] < n <= L[i] (boundaries L + 1), padded to L[i] (boundary - 1).
+    # The bucket beyond the last boundary stays empty: `fits` removed the pairs longer than max_length.
+    batches = pairs.bucket_by_sequence_length(
+        element_length_func=_pair_length,
+        bucket_boundaries=[length + 1 for length in lengths],
+        bucket_batch_sizes=[batch_tokens // length for length in lengths] + [1],
+        padding_values={"inputs": PAD_ID, "targets": PAD_ID},
+        pad_to_bucket_boundary=True,
     )
     return batches.prefetch(tf.data.AUTOTUNE)
 

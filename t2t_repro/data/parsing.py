@@ -16,8 +16,8 @@ F1 under EVALB's COLLINS.prm conventions (`t2t_repro.evaluate.evalb`).
 import os
 import re
 
+from t2t_repro.decode_settings import PARSING_DECODE_SETTINGS
 from t2t_repro.data import ptb_tree
-from t2t_repro.data.problem import PARSING_DECODE_DEFAULTS
 from t2t_repro.data.text_problem import TextPairProblem
 from t2t_repro.errors import UserError
 
@@ -60,8 +60,9 @@ def tree_to_pair(tree):
 class ParsingProblem(TextPairProblem):
     """English constituency parsing on Penn Treebank trees: words in, linearised tree out, scored by F1."""
 
-    evaluation = "parse_f1"
-    decode_defaults = PARSING_DECODE_DEFAULTS
+    decode_settings = PARSING_DECODE_SETTINGS
+    postprocess_note = ("decoded linearised trees are put onto the source words: "
+                        "t2t_repro.data.ptb_tree.delinearise(output, source.split()).to_ptb()")
     vocab_model_type = "bpe"
     split_sections = WSJ_SECTIONS
 
@@ -121,30 +122,3 @@ class ParsingProblem(TextPairProblem):
     def postprocess(self, decoded_text, source_text):
         """The decoded linearised tree, repaired and put onto the source words, as a PTB tree string."""
         return ptb_tree.delinearise(decoded_text, source_text.split()).to_ptb()
-
-    def evaluate(self, hypotheses, references, sources):
-        """EVALB figures (percentages): {"f1", "precision", "recall", "sentences", ..., "len_le_40": {...}}.
-
-        Hypotheses and references may each be PTB tree strings or linearised trees (the references of
-        `text_pairs` are linearised: they are de-linearised onto the source words, which gives the gold tree
-        back exactly)."""
-        from t2t_repro.evaluate import evalb
-
-        if not len(hypotheses) == len(references) == len(sources):
-            raise ValueError(f"{len(hypotheses)} hypotheses, {len(references)} references, {len(sources)} sources")
-        gold = [_as_tree(reference, source.split()) or ptb_tree.delinearise("", source.split())
-                for reference, source in zip(references, sources)]
-        test = [_as_tree(hypothesis, source.split()) for hypothesis, source in zip(hypotheses, sources)]
-        return evalb.evaluate_trees(gold, test).as_dict()
-
-
-def _as_tree(text, words):
-    """A PTB tree string parsed as it is, or linearised text de-linearised onto `words`; None if empty."""
-    if not text.strip():
-        return None
-    if not ptb_tree.looks_linearised(text):
-        try:
-            return ptb_tree.parse_tree(text)
-        except UserError:
-            pass
-    return ptb_tree.delinearise(text, words)

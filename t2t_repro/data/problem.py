@@ -2,38 +2,25 @@
 
 A Problem generates its data into `data_dir` once (a vocabulary plus TFRecord shards of token ids and a
 metadata JSON), then serves `tf.data` pipelines of {"inputs", "targets"} int32 id sequences, each ending in
-EOS_ID. It also names how its outputs are scored (BLEU or parse F1) and its decoding defaults.
+EOS_ID. Callers ask it, rather than switch on its kind, for its decoding defaults (`decode_settings`), the
+post-processing of decoded text (`postprocess`, described by `postprocess_note`) and its scorer (`scorer`, a
+callable handed in by the registered problem, e.g. `t2t_repro.evaluate.scorers.BleuScorer("de")`).
 
 Subclasses: `TranslationProblem` (WMT14 and toy_ende) and `ParsingProblem` (WSJ and toy_parsing).
 """
 
 import abc
-import dataclasses
 
 SPLITS = ("train", "dev", "test")
-
-
-@dataclasses.dataclass(frozen=True)
-class DecodeDefaults:
-    """Beam search settings a problem decodes with unless told otherwise."""
-
-    beam_size: int
-    alpha: float  # GNMT length penalty exponent, ((5 + length) / 6) ** alpha
-    extra_length: int  # maximum output length = input length + extra_length
-
-
-# Section 6.1: beam 4, alpha 0.6, max output length input + 50.
-TRANSLATION_DECODE_DEFAULTS = DecodeDefaults(beam_size=4, alpha=0.6, extra_length=50)
-# Section 6.3: beam 21, alpha 0.3, max output length input + 300.
-PARSING_DECODE_DEFAULTS = DecodeDefaults(beam_size=21, alpha=0.3, extra_length=300)
 
 
 class Problem(abc.ABC):
     """A registered data set. Class attributes name it; methods generate, read and score it."""
 
     name: str  # registry name, snake_case
-    evaluation: str  # "bleu" or "parse_f1"
-    decode_defaults: DecodeDefaults
+    decode_settings: "t2t_repro.decode_settings.DecodeSettings"  # beam search defaults of the task
+    scorer: object  # (hypotheses, references, sources) -> figures, with .headline(figures) -> (name, value)
+    postprocess_note: str  # what `postprocess` does, for export metadata
     vocab_size: int  # the requested vocabulary size (the trained one is `vocabulary(data_dir).vocab_size`)
 
     @abc.abstractmethod
@@ -63,6 +50,6 @@ class Problem(abc.ABC):
     def postprocess(self, decoded_text, source_text):
         """Turns a decoded target string into what is scored (parsing: a well-formed tree on the words)."""
 
-    @abc.abstractmethod
     def evaluate(self, hypotheses, references, sources):
-        """Scores postprocessed hypotheses against references: {"bleu": {...}} or {"f1", "precision", ...}."""
+        """Scores postprocessed hypotheses against references with the problem's scorer."""
+        return self.scorer(hypotheses, references, sources)

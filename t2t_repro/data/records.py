@@ -17,11 +17,11 @@ import hashlib
 import json
 import os
 import random
-import shutil
-import socket
 
 import tensorflow as tf
 import tqdm
+
+from t2t_repro import safe_write
 
 METADATA_FILE = "metadata.json"
 FORMAT_VERSION = 1
@@ -80,11 +80,9 @@ def _shuffle_shard(path, rng):
     for block in tf.data.TFRecordDataset(path).batch(4096).as_numpy_iterator():
         records.extend(block.tolist())
     rng.shuffle(records)
-    temp_path = path + ".shuffling"
-    with tf.io.TFRecordWriter(temp_path) as writer:
+    with safe_write.replacing(path) as temporary, tf.io.TFRecordWriter(temporary) as writer:
         for record in records:
             writer.write(record)
-    os.replace(temp_path, path)
 
 
 _FEATURES = {"inputs": tf.io.RaggedFeature(tf.int64), "targets": tf.io.RaggedFeature(tf.int64)}
@@ -122,12 +120,7 @@ def write_metadata(directory, metadata):
         if name != METADATA_FILE and os.path.isfile(path):
             files[name] = {"sha256": file_sha256(path), "bytes": os.path.getsize(path)}
     metadata = dict(metadata, format_version=FORMAT_VERSION, files=files)
-    temp_path = os.path.join(directory, METADATA_FILE + ".tmp")
-    with open(temp_path, "w", encoding="utf-8") as out:
-        json.dump(metadata, out, indent=2, sort_keys=True, ensure_ascii=False)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(temp_path, os.path.join(directory, METADATA_FILE))
+    safe_write.write_json(os.path.join(directory, METADATA_FILE), metadata)
     return metadata
 
 
@@ -163,38 +156,12 @@ def is_complete(directory, verify_checksums=False):
     return True
 
 
-def _process_tag():
-    return f"{socket.gethostname()}-{os.getpid()}"
-
-
-def process_alive(pid):
-    """True while a process with this id runs on this host (owners of temporary directories)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def work_directory(final_directory):
     """A fresh, empty directory beside `final_directory` to build it in, private to this process.
 
     Work directories that crashed runs of this host left behind are removed; those of live processes (another
     datagen of the same problem, e.g. a second worker of a distributed run) are left alone."""
-    parent, name = os.path.split(os.path.abspath(final_directory))
-    prefix = f".{name}.incomplete-"
-    host = socket.gethostname()
-    entries = os.listdir(parent) if os.path.isdir(parent) else []
-    for entry in entries:
-        owner_host, _, pid = entry[len(prefix):].rpartition("-")
-        if entry.startswith(prefix) and owner_host == host and pid.isdigit() and not process_alive(int(pid)):
-            _remove(os.path.join(parent, entry))
-    work = os.path.join(parent, prefix + _process_tag())
-    _remove(work)
-    os.makedirs(work)
-    return work
+    return safe_write.temporary_directory_beside(final_directory)
 
 
 def publish(work_directory_path, final_directory):
@@ -202,28 +169,14 @@ def publish(work_directory_path, final_directory):
 
     If another process published complete data there meanwhile, that data is kept and this copy discarded
     (datagen is deterministic, so both are the same). Returns True when this copy was published."""
-    final_directory = os.path.normpath(final_directory)
     if is_complete(final_directory, verify_checksums=True):
-        _remove(work_directory_path)
+        safe_write.remove(work_directory_path)
         return False
-    if os.path.lexists(final_directory):
-        parent, name = os.path.split(final_directory)
-        stale = os.path.join(parent, f".{name}.replaced-{_process_tag()}")
-        _remove(stale)
-        os.replace(final_directory, stale)
-        _remove(stale)
     try:
-        os.rename(work_directory_path, final_directory)
+        safe_write.publish_directory(work_directory_path, final_directory)
     except OSError:
         if not is_complete(final_directory, verify_checksums=True):
             raise
-        _remove(work_directory_path)
+        safe_write.remove(work_directory_path)
         return False
     return True
-
-
-def _remove(path):
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path, ignore_errors=True)
-    elif os.path.lexists(path):
-        os.remove(path)

@@ -1,4 +1,4 @@
-"""TranslationProblem: a TextPairProblem read from local parallel text files or from a TFDS builder, scored by BLEU.
+"""TranslationProblem: a TextPairProblem read from local parallel text files or from a TFDS builder.
 
 Raw text comes from, in order:
 
@@ -11,7 +11,8 @@ Raw text comes from, in order:
 import itertools
 import os
 
-from t2t_repro.data.problem import SPLITS, TRANSLATION_DECODE_DEFAULTS
+from t2t_repro.decode_settings import TRANSLATION_DECODE_SETTINGS
+from t2t_repro.data.problem import SPLITS
 from t2t_repro.data.text_problem import TextPairProblem
 from t2t_repro.errors import UserError
 
@@ -27,10 +28,11 @@ def _lines(path):
 
 
 class TranslationProblem(TextPairProblem):
-    """Translation from `source_language` to `target_language`, one shared vocabulary, scored by BLEU."""
+    """Translation from `source_language` to `target_language`, one shared vocabulary; the registered problem
+    hands in its scorer (BLEU into the target language)."""
 
-    evaluation = "bleu"
-    decode_defaults = TRANSLATION_DECODE_DEFAULTS
+    decode_settings = TRANSLATION_DECODE_SETTINGS
+    postprocess_note = "none: outputs are final"
     source_language: str
     target_language: str
     tfds_name: str = ""  # e.g. "wmt14_translate/de-en"; empty: local text files only
@@ -112,8 +114,3 @@ class TranslationProblem(TextPairProblem):
 
     def postprocess(self, decoded_text, source_text):
         return decoded_text
-
-    def evaluate(self, hypotheses, references, sources):
-        from t2t_repro.evaluate.bleu import corpus_bleu
-
-        return {"bleu": corpus_bleu(hypotheses, references, lang=self.target_language)}

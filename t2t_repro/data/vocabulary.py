@@ -21,6 +21,7 @@ import re
 
 import sentencepiece as spm
 
+from t2t_repro import safe_write
 from t2t_repro.errors import UserError
 from t2t_repro.special_tokens import EOS_ID, PAD_ID, UNK_ID
 
@@ -85,15 +86,6 @@ class Vocabulary:
         return self._processor.id_to_piece(int(token))
 
 
-def _atomic_write(path, data):
-    temp_path = f"{path}.tmp-{os.getpid()}"
-    with open(temp_path, "wb") as out:
-        out.write(data)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(temp_path, path)
-
-
 def train_vocabulary(sentences, model_prefix, vocab_size, model_type, user_defined_symbols=()):
     """Trains a SentencePiece vocabulary and writes `model_prefix.model` (and a readable `.vocab`) atomically.
 
@@ -143,10 +135,10 @@ def train_vocabulary(sentences, model_prefix, vocab_size, model_type, user_defin
             raise UserError("cannot train a vocabulary: the training sample holds no text") from None
         raise
     model_path = model_prefix + MODEL_SUFFIX
-    _atomic_write(model_path, model.getvalue())
+    safe_write.write_file(model_path, model.getvalue())
     vocabulary = Vocabulary(model_path)
     pieces = "".join(
         f"{vocabulary.id_to_piece(i)}\t{vocabulary._processor.get_score(i)}\n" for i in range(vocabulary.vocab_size)
     )
-    _atomic_write(model_prefix + VOCAB_SUFFIX, pieces.encode("utf-8"))
+    safe_write.write_file(model_prefix + VOCAB_SUFFIX, pieces)
     return vocabulary

@@ -1,11 +1,12 @@
 """Decoding lists of source strings and text files with a trained model, in input order.
 
-    hypotheses = decode_texts(sources, model, vocabulary, problem)            # list[str], postprocessed
-    nbest = decode_texts_nbest(sources, model, vocabulary, problem, nbest=4)  # list[list[Hypothesis]]
+    hypotheses = decode_texts(sources, model, vocabulary, settings, problem.postprocess)      # list[str]
+    nbest = decode_texts_nbest(sources, model, vocabulary, settings.override(nbest=4))   # list[list[Hypothesis]]
 
 Sentences are stripped of surrounding whitespace and encoded (with the EOS the training data ends every
 source with), sorted by length and decoded in batches by beam search (`t2t_repro.decode.beam_search`),
-whose results do not depend on batch composition; the outputs come back in input order and go through `problem.postprocess`. One bad line never
+whose results do not depend on batch composition; the outputs come back in input order and go through the
+given `postprocess(decoded, source)` (a problem's, e.g. parsing puts trees onto the words). One bad line never
 stops the run: an empty line gives an empty output, a line longer than `max_input_length` tokens is
 truncated with a warning naming it, invalid UTF-8 in a file is replaced with a warning, and a line whose
 encoding or postprocessing fails gets a warning and its raw (or empty) output.
@@ -13,13 +14,13 @@ encoding or postprocessing fails gets a warning and its raw (or empty) output.
 
 import dataclasses
 import logging
-import os
 import time
 
 import numpy as np
 from tqdm import tqdm
 
-from t2t_repro.decode.beam_search import compiled_search
+from t2t_repro import safe_write
+from t2t_repro.decode.transformer_search import compiled_search
 from t2t_repro.errors import UserError
 from t2t_repro.special_tokens import EOS_ID, PAD_ID
 
@@ -71,17 +72,11 @@ def _single_line(text):
     return " ".join(text.splitlines()) if ("\n" in text or "\r" in text) else text
 
 
-def write_lines_atomic(path, lines):
+def write_lines(path, lines):
     """Writes `lines` (one per line, UTF-8) to `path` through a temporary file and a rename."""
-    temporary = f"{path}.tmp-{os.getpid()}"
     try:
-        with open(temporary, "w", encoding="utf-8") as f:
-            for line in lines:
-                f.write(_single_line(line) + "\n")
-        os.replace(temporary, path)
+        safe_write.write_lines(path, [_single_line(line) for line in lines])
     except OSError as error:
-        if os.path.exists(temporary):
-            os.remove(temporary)
         raise UserError(f"cannot write {path}: {error.strerror}") from None
 
 
@@ -112,54 +107,37 @@ def _encode_sources(texts, vocabulary, max_input_length):
     return encoded
 
 
-def _postprocess(problem, decoded, source, number):
+def _postprocess(postprocess, decoded, source, number):
+    if postprocess is None:
+        return decoded
     try:
-        return problem.postprocess(decoded, source)
+        return postprocess(decoded, source)
     except Exception as error:  # noqa: BLE001 - one malformed output must not end a long decode
         logger.warning("line %d: postprocessing failed (%s), kept the raw output: %s", number, error,
                        _preview(decoded))
         return decoded
 
 
-def decode_texts_nbest(
-    texts,
-    model,
-    vocabulary,
-    problem,
-    nbest=1,
-    beam_size=None,
-    alpha=None,
-    extra_length=None,
-    batch_size=DEFAULT_BATCH_SIZE,
-    max_input_length=DEFAULT_MAX_INPUT_LENGTH,
-    progress=True,
-):
-    """Decodes every source string; returns, in input order, a list of `nbest` Hypothesis per input.
+def decode_texts_nbest(texts, model, vocabulary, settings, postprocess=None, batch_size=None, progress=True):
+    """Decodes every source string; returns, in input order, a list of `settings.nbest` Hypothesis per input.
 
     Args:
         texts: source strings.
-        model: a trained `Transformer`; vocabulary: its `Vocabulary`; problem: its `Problem`.
-        nbest: hypotheses per input, best first (at most the beam size).
-        beam_size, alpha, extra_length: beam search settings; None takes `problem.decode_defaults`.
-        batch_size: sentences per beam-search batch.
-        max_input_length: sources longer than this many tokens (EOS included) are truncated with a warning.
+        model: a trained `Transformer`; vocabulary: its `Vocabulary`.
+        settings: a `DecodeSettings`; its max_input_length (default DEFAULT_MAX_INPUT_LENGTH) truncates
+            longer sources, EOS included, with a warning.
+        postprocess: `postprocess(decoded_text, source_text)`, e.g. a problem's; None keeps the decoded text.
+        batch_size: sentences per beam-search batch (default DEFAULT_BATCH_SIZE).
         progress: show a tqdm progress bar and log the throughput.
 
     An empty line gives `nbest` empty hypotheses with score 0.0.
     """
-    defaults = problem.decode_defaults
-    beam_size = defaults.beam_size if beam_size is None else beam_size
-    alpha = defaults.alpha if alpha is None else alpha
-    extra_length = defaults.extra_length if extra_length is None else extra_length
+    batch_size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
     if batch_size < 1:
         raise UserError(f"batch_size={batch_size}: must be at least 1")
-    if max_input_length < 2:
-        raise UserError(f"max_input_length={max_input_length}: must be at least 2 (one token and EOS)")
-    if beam_size < 1 or not 1 <= nbest <= beam_size:
-        raise UserError(f"beam_size={beam_size}, nbest={nbest}: need 1 <= nbest <= beam_size")
-    if alpha < 0 or extra_length < 0:
-        raise UserError(f"alpha={alpha}, extra_length={extra_length}: must not be negative")
-    search = compiled_search(model, beam_size, alpha, extra_length, nbest)
+    max_input_length = settings.max_input_length or DEFAULT_MAX_INPUT_LENGTH
+    nbest = settings.nbest
+    search = compiled_search(model, settings)
 
     # Stripped, as the training data is (leading or trailing spaces would otherwise become tokens).
     texts = [text.strip() for text in texts]
@@ -180,7 +158,7 @@ def decode_texts_nbest(
             for row, i in enumerate(indices):
                 output_tokens += int(np.count_nonzero(ids[row, 0]))
                 results[i] = [
-                    Hypothesis(_postprocess(problem, vocabulary.decode(ids[row, k].tolist()), texts[i], i + 1),
+                    Hypothesis(_postprocess(postprocess, vocabulary.decode(ids[row, k].tolist()), texts[i], i + 1),
                                float(scores[row, k]))
                     for k in range(nbest)
                 ]
@@ -192,18 +170,19 @@ def decode_texts_nbest(
     return results
 
 
-def decode_texts(texts, model, vocabulary, problem, **settings):
+def decode_texts(texts, model, vocabulary, settings, postprocess=None, **options):
     """The best postprocessed hypothesis of every source string, in input order (see `decode_texts_nbest`)."""
-    return [per_input[0].text for per_input in decode_texts_nbest(texts, model, vocabulary, problem, **settings)]
+    results = decode_texts_nbest(texts, model, vocabulary, settings.override(nbest=1), postprocess, **options)
+    return [per_input[0].text for per_input in results]
 
 
-def decode_file(source_path, target_path, model, vocabulary, problem, nbest=1, **settings):
+def decode_file(source_path, target_path, model, vocabulary, settings, postprocess=None, **options):
     """Decodes a text file line by line into `target_path` (written atomically); returns the line count.
 
-    With nbest 1 the output has one hypothesis per line; with nbest N it has N lines per input in the
+    With settings.nbest 1 the output has one hypothesis per line; with nbest N it has N lines per input in the
     `format_nbest` layout, "<score>\\t<text>"."""
     sources = read_source_lines(source_path)
-    results = decode_texts_nbest(sources, model, vocabulary, problem, nbest=nbest, **settings)
-    lines = [per_input[0].text for per_input in results] if nbest == 1 else format_nbest(results)
-    write_lines_atomic(target_path, lines)
+    results = decode_texts_nbest(sources, model, vocabulary, settings, postprocess, **options)
+    lines = [per_input[0].text for per_input in results] if settings.nbest == 1 else format_nbest(results)
+    write_lines(target_path, lines)
     return len(sources)

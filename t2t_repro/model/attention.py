@@ -28,11 +28,8 @@ def scaled_dot_product_attention(q, k, v, bias=None, weights_dropout=None):
     weights_dropout: optional callable applied to the attention weights before they weigh the values.
     Returns (output [batch, h, query_length, d_v], weights [batch, h, query_length, key_length]).
 
-    Heads come before positions, so both products are batched matmuls with no transposes inside: the same
-    products as einsums over [batch, length, h, d] took about twice as long on a CPU, forward and backward.
-    Q K^T stays an einsum all the same: as a MatMul, TensorFlow's oneDNN rewrite fuses it with the mask's
-    addition, and that fused kernel is rebuilt for every new length (30 ms a call when decoding without a
-    cache, which then ran 2x slower).
+    Heads come before positions, so both products are batched matmuls without transposes inside. Q K^T is an
+    einsum, not a MatMul, which oneDNN would fuse with the mask's addition into a kernel rebuilt for every length.
     """
     logits = tf.einsum("bhqd,bhkd->bhqk", q * (q.shape[-1] ** -0.5), k)
     if bias is not None:
@@ -40,6 +37,13 @@ def scaled_dot_product_attention(q, k, v, bias=None, weights_dropout=None):
     weights = tf.nn.softmax(logits)
     dropped = weights_dropout(weights) if weights_dropout is not None else weights
     return tf.matmul(dropped, v), weights
+
+
+def call_outputs(output, cache=None, attention_scores=None):
+    """A layer's call result: `output` alone, or a tuple of it and, in this order, the new cache and the
+    attention scores, each where not None."""
+    extras = tuple(x for x in (cache, attention_scores) if x is not None)
+    return (output, *extras) if extras else output
 
 
 class MultiHeadAttention(keras.layers.Layer):
@@ -59,15 +63,17 @@ class MultiHeadAttention(keras.layers.Layer):
 
     Call arguments:
         query: [batch, query_length, d_model].
-        memory: [batch, key_length, d_model], the encoder output (encoder-decoder attention only).
+        memory: encoder-decoder attention only: the encoder output [batch, key_length, d_model], or its keys
+            and values `memory_kv(memory)`, computed once per sentence for incremental decoding.
         bias: additive attention bias broadcastable to [batch, h, query_length, key_length].
-        cache: for incremental decoding. Self-attention: {"k", "v"} of the earlier positions, [batch, h, t, d];
-            the new position's keys and values are appended. Encoder-decoder attention: the {"k", "v"} from
-            `memory_kv`, computed once per sentence. With a cache, the call returns (output, new_cache).
+        cache: self-attention only, for incremental decoding: {"k", "v"} of the earlier positions,
+            [batch, h, t, d]; the new positions' keys and values are appended.
         training: enables dropout.
+        return_attention_scores: also return the attention weights [batch, h, query_length, key_length]
+            (before dropout), e.g. for the paper's Figures 3-5.
 
-    Setting `keep_weights = True` makes each (eager) call store its attention weights,
-    [batch, h, query_length, key_length], in `last_weights`, for visualisations (the paper's Figures 3-5).
+    Returns the output [batch, query_length, d_model]; with a cache, (output, new cache); with
+    `return_attention_scores`, the weights come last: (output, weights) or (output, new cache, weights).
 
     Example:
         >>> layer = MultiHeadAttention(num_heads=8, d_k=64, d_v=64, d_model=512)
@@ -91,8 +97,6 @@ class MultiHeadAttention(keras.layers.Layer):
             self.kv_dense = keras.layers.Dense(keys_values, name="kv")
         self.output_dense = keras.layers.Dense(d_model, name="output")
         self.weights_dropout = keras.layers.Dropout(attention_dropout)
-        self.keep_weights = False
-        self.last_weights = None
 
     def _split_heads(self, x, depth):
         """[batch, length, h * depth] -> [batch, h, length, depth]."""
@@ -102,9 +106,8 @@ class MultiHeadAttention(keras.layers.Layer):
     def _split_parts(self, x, depths):
         """[batch, length, h * sum(depths)] -> one [batch, h, length, depth] tensor per depth.
 
-        With equal depths, one transpose puts every part heads-major and unstacking along the first axis hands
-        the parts out without copying: a split, then one transpose per part, moved the data twice (18 attention
-        layers forward and backward: 731 -> 690 ms on a 2-core CPU)."""
+        With equal depths, one transpose puts every part heads-major and unstacking hands the parts out without
+        copying, so the data moves once instead of twice (a split, then one transpose per part)."""
         if len(set(depths)) > 1:
             parts = tf.split(x, [self.num_heads * depth for depth in depths], axis=-1)
             return [self._split_heads(part, depth) for part, depth in zip(parts, depths)]
@@ -120,7 +123,7 @@ class MultiHeadAttention(keras.layers.Layer):
         """The encoder-decoder keys and values of `memory`, computed once for incremental decoding."""
         return self._keys_values(memory)
 
-    def call(self, query, memory=None, bias=None, cache=None, training=None):
+    def call(self, query, memory=None, bias=None, cache=None, training=None, return_attention_scores=False):
         if self.self_attention:
             q, k, v = self._split_parts(self.qkv_dense(query), [self.d_k, self.d_k, self.d_v])
             kv = {"k": k, "v": v}
@@ -128,7 +131,7 @@ class MultiHeadAttention(keras.layers.Layer):
                 kv = {name: tf.concat([cache[name], kv[name]], axis=2) for name in ("k", "v")}
         else:
             q = self._split_heads(self.q_dense(query), self.d_k)
-            kv = cache if cache is not None else self._keys_values(memory)
+            kv = memory if isinstance(memory, dict) else self._keys_values(memory)
         heads, weights = scaled_dot_product_attention(
             q,
             kv["k"],
@@ -136,14 +139,10 @@ class MultiHeadAttention(keras.layers.Layer):
             bias,
             weights_dropout=lambda w: self.weights_dropout(w, training=training),
         )
-        if self.keep_weights:
-            self.last_weights = weights
         heads = tf.transpose(heads, [0, 2, 1, 3])  # [batch, query_length, h, d_v]
         shape = tf.shape(heads)
         output = self.output_dense(tf.reshape(heads, [shape[0], shape[1], self.num_heads * self.d_v]))
-        if cache is None:
-            return output
-        return output, kv
+        return call_outputs(output, kv if cache is not None else None, weights if return_attention_scores else None)
 
     def get_config(self):
         config = super().get_config()

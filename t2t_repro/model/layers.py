@@ -2,7 +2,8 @@
 
 import keras
 
-from t2t_repro.model.attention import MultiHeadAttention
+from t2t_repro.model.attention import MultiHeadAttention, call_outputs
+from t2t_repro.model.config import HParamsConfig
 from t2t_repro.model.feed_forward import FeedForward
 from t2t_repro.model.layer_norm import LayerNormalization
 
@@ -47,131 +48,114 @@ class SublayerConnection(keras.layers.Layer):
         return config
 
 
-class _TransformerLayer(keras.layers.Layer):
-    """Shared constructor arguments and config of the encoder and decoder layers."""
+class _TransformerLayer(HParamsConfig, keras.layers.Layer):
+    """What the encoder and decoder layers share: the feed-forward sub-layer, built from one HParams.
 
-    def __init__(
-        self,
-        d_model,
-        d_ff,
-        num_heads,
-        d_k,
-        d_v,
-        dropout=0.1,
-        attention_dropout=0.0,
-        relu_dropout=0.0,
-        norm_placement="post",
-        layer_norm_epsilon=1e-6,
-        **kwargs,
-    ):
+    Args:
+        hparams: a `t2t_repro.hparams_type.HParams`; the layer reads d_model, d_ff, num_heads, d_k, d_v,
+            dropout, attention_dropout, relu_dropout, norm_placement and layer_norm_epsilon.
+    """
+
+    def __init__(self, hparams, **kwargs):
         super().__init__(**kwargs)
-        self.d_model = d_model
-        self.d_ff = d_ff
-        self.num_heads = num_heads
-        self.d_k = d_k
-        self.d_v = d_v
-        self.dropout = dropout
-        self.attention_dropout = attention_dropout
-        self.relu_dropout = relu_dropout
-        self.norm_placement = norm_placement
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.feed_forward = FeedForward(d_model, d_ff, relu_dropout, name="feed_forward")
+        self.hparams = hparams
+        self.feed_forward = FeedForward(hparams.d_model, hparams.d_ff, hparams.relu_dropout, name="feed_forward")
 
     def _attention(self, self_attention, name):
+        h = self.hparams
         return MultiHeadAttention(
-            self.num_heads, self.d_k, self.d_v, self.d_model, self.attention_dropout, self_attention, name=name
+            h.num_heads, h.d_k, h.d_v, h.d_model, h.attention_dropout, self_attention, name=name
         )
 
     def _connection(self, name):
-        return SublayerConnection(self.dropout, self.norm_placement, self.layer_norm_epsilon, name=name)
+        h = self.hparams
+        return SublayerConnection(h.dropout, h.norm_placement, h.layer_norm_epsilon, name=name)
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            d_model=self.d_model,
-            d_ff=self.d_ff,
-            num_heads=self.num_heads,
-            d_k=self.d_k,
-            d_v=self.d_v,
-            dropout=self.dropout,
-            attention_dropout=self.attention_dropout,
-            relu_dropout=self.relu_dropout,
-            norm_placement=self.norm_placement,
-            layer_norm_epsilon=self.layer_norm_epsilon,
-        )
-        return config
+    @staticmethod
+    def _attend(connection, attention, x, side, name, training, **attention_args):
+        """`x` through `connection` around `attention`: the weights go to side[name] and the new self-attention
+        cache, when `attention_args` holds one, to side["cache"]."""
 
+        def sublayer(h):
+            outputs = attention(h, training=training, return_attention_scores=True, **attention_args)
+            if attention_args.get("cache") is not None:
+                side["cache"] = outputs[1]
+            side[name] = outputs[-1]
+            return outputs[0]
 
-class EncoderLayer(_TransformerLayer):
-    """One encoder layer: multi-head self-attention, then the feed-forward network (section 3.1).
+        return connection(x, sublayer=sublayer, training=training)
 
-    Args: see `_TransformerLayer` (d_model, d_ff, num_heads, d_k, d_v, dropout, attention_dropout,
-        relu_dropout, norm_placement, layer_norm_epsilon).
-
-    Call arguments:
-        x: [batch, source_length, d_model].
-        bias: padding bias of the source, [batch, 1, 1, source_length].
-        training: enables dropout.
-    """
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.self_attention = self._attention(True, "self_attention")
-        self.attention_connection = self._connection("self_attention_connection")
-        self.feed_forward_connection = self._connection("feed_forward_connection")
-
-    def call(self, x, bias=None, training=None):
-        x = self.attention_connection(
-            x, sublayer=lambda h: self.self_attention(h, bias=bias, training=training), training=training
-        )
+    def _feed_forward(self, x, training):
         return self.feed_forward_connection(
             x, sublayer=lambda h: self.feed_forward(h, training=training), training=training
         )
 
 
+class EncoderLayer(_TransformerLayer):
+    """One encoder layer: multi-head self-attention, then the feed-forward network (section 3.1).
+
+    Args:
+        hparams: the model's HParams (see `_TransformerLayer`).
+
+    Call arguments:
+        x: [batch, source_length, d_model].
+        bias: padding bias of the source, [batch, 1, 1, source_length].
+        training: enables dropout.
+        return_attention_scores: also return the self-attention weights [batch, h, source_length,
+            source_length]: (output, weights).
+    """
+
+    def __init__(self, hparams, **kwargs):
+        super().__init__(hparams, **kwargs)
+        self.self_attention = self._attention(True, "self_attention")
+        self.attention_connection = self._connection("self_attention_connection")
+        self.feed_forward_connection = self._connection("feed_forward_connection")
+
+    def call(self, x, bias=None, training=None, return_attention_scores=False):
+        side = {}
+        x = self._attend(self.attention_connection, self.self_attention, x, side, "self", training, bias=bias)
+        x = self._feed_forward(x, training)
+        return call_outputs(x, attention_scores=side["self"] if return_attention_scores else None)
+
+
 class DecoderLayer(_TransformerLayer):
     """One decoder layer: masked self-attention, attention over the encoder output, feed-forward (section 3.1).
 
-    Args: as `EncoderLayer`.
+    Args:
+        hparams: the model's HParams (see `_TransformerLayer`).
 
     Call arguments:
         x: [batch, target_length, d_model].
-        memory: the encoder output, [batch, source_length, d_model].
+        memory: the encoder output [batch, source_length, d_model], or this layer's
+            `cross_attention.memory_kv(memory)` when decoding one position at a time.
         self_bias: causal bias over the targets (None when decoding one position with a cache).
         memory_bias: padding bias of the source.
-        cache: {"self": {"k", "v"}, "cross": {"k", "v"}} for incremental decoding; with a cache the call
-            returns (output, new_cache).
+        cache: the self-attention {"k", "v"} of the earlier positions, for incremental decoding.
         training: enables dropout.
+        return_attention_scores: also return {"self": weights, "cross": weights}.
+
+    Returns the output; with a cache, (output, new cache); with `return_attention_scores`, the weights last.
     """
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, hparams, **kwargs):
+        super().__init__(hparams, **kwargs)
         self.self_attention = self._attention(True, "self_attention")
         self.cross_attention = self._attention(False, "cross_attention")
         self.self_attention_connection = self._connection("self_attention_connection")
         self.cross_attention_connection = self._connection("cross_attention_connection")
         self.feed_forward_connection = self._connection("feed_forward_connection")
 
-    def call(self, x, memory=None, self_bias=None, memory_bias=None, cache=None, training=None):
-        new_cache = {}
-
-        def self_attend(h):
-            if cache is None:
-                return self.self_attention(h, bias=self_bias, training=training)
-            out, new_cache["self"] = self.self_attention(h, bias=self_bias, cache=cache["self"], training=training)
-            return out
-
-        def cross_attend(h):
-            if cache is None:
-                return self.cross_attention(h, memory=memory, bias=memory_bias, training=training)
-            new_cache["cross"] = cache["cross"]
-            return self.cross_attention(h, bias=memory_bias, cache=cache["cross"], training=training)[0]
-
-        x = self.self_attention_connection(x, sublayer=self_attend, training=training)
-        x = self.cross_attention_connection(x, sublayer=cross_attend, training=training)
-        x = self.feed_forward_connection(
-            x, sublayer=lambda h: self.feed_forward(h, training=training), training=training
+    def call(
+        self, x, memory=None, self_bias=None, memory_bias=None, cache=None, training=None, return_attention_scores=False
+    ):
+        side = {}
+        x = self._attend(
+            self.self_attention_connection, self.self_attention, x, side, "self", training, bias=self_bias, cache=cache
         )
-        if cache is None:
-            return x
-        return x, new_cache
+        x = self._attend(
+            self.cross_attention_connection, self.cross_attention, x, side, "cross", training, memory=memory,
+            bias=memory_bias,
+        )
+        x = self._feed_forward(x, training)
+        scores = {"self": side["self"], "cross": side["cross"]} if return_attention_scores else None
+        return call_outputs(x, side.get("cache"), scores)

@@ -1,6 +1,8 @@
-"""SavedModel export of a trained run: text in, text out, with the SentencePiece tokenizer inside the graph.
+"""SavedModel export of a trained model: text in, text out, with the SentencePiece tokenizer inside the graph.
 
-    path = export_saved_model("runs/wmt_ende")        # -> "runs/wmt_ende/export/3"
+    path = export_saved_model(model, vocabulary, settings, "runs/wmt_ende/export", description)   # -> .../export/3
+
+(`t2t_repro.run.jobs.export` does this for a run directory.)
 
 The SavedModel has two signatures:
 
@@ -13,7 +15,7 @@ Sentences are encoded the way the training data was (`t2t_repro.data.text_proble
 U+FFFD (as the decoder reads files), surrounding whitespace removed, SentencePiece ids, EOS appended. As in
 `t2t-repro-decoder`, a source longer than `max_input_length` tokens (EOS included; default the run's
 hparams.max_length) is truncated and an empty source gives "" with score 0.0. Decoding is the project's beam
-search (`t2t_repro.decode.beam_search.search`) with the settings fixed at export time (default: the
+search (`t2t_repro.decode.transformer_search.search`) with the settings fixed at export time (default: the
 problem's, section 6.1 / 6.3), so the export answers as `t2t-repro-decoder` does.
 
 The graph returns the raw decoded target string. For translation that is the translation. For parsing it is
@@ -30,12 +32,13 @@ import os
 import time
 
 import tensorflow as tf
+import tensorflow_text as tf_text
 
-from t2t_repro.errors import UserError
+from t2t_repro import safe_write
+from t2t_repro.decode.transformer_search import search
 from t2t_repro.serve.versions import write_new_version
 from t2t_repro.special_tokens import EOS_ID, PAD_ID
 
-EXPORT_SUBDIR = "export"
 TEXT_SIGNATURE = "serving_default"
 IDS_SIGNATURE = "ids"
 INPUT_NAME = "inputs"
@@ -67,25 +70,24 @@ def decoded_text(tokenizer, ids):
     return tokenizer.detokenize(tf.ragged.boolean_mask(ids, keep))
 
 
-def build_serving_module(model, serialized_vocabulary, beam_size, alpha, extra_length, max_input_length):
+def build_serving_module(model, serialized_vocabulary, settings):
     """A tf.Module holding the model's weights, the tokenizer and the serving functions.
 
     The Keras model is used by the traced functions but is not itself an attribute of the module: only its
     variables are, so the SavedModel holds plain variables and graphs (Keras models add their own default
     signatures when saved as children).
 
+    `settings` (a DecodeSettings with max_input_length set) are fixed in the graph; nbest is 1.
     Returns (module, signatures) for `tf.saved_model.save(module, path, signatures=signatures)`.
     """
-    import tensorflow_text as tf_text
-
-    from t2t_repro.decode.beam_search import search
-
+    settings = settings.override(nbest=1)
+    max_input_length = settings.max_input_length
     module = tf.Module(name="t2t_repro_serving")
     module.model_variables = [getattr(variable, "value", variable) for variable in model.variables]
     module.tokenizer = tokenizer = tf_text.SentencepieceTokenizer(model=serialized_vocabulary, out_type=tf.int32)
 
     def beam(ids):
-        ids, scores = search(model, ids, beam_size, alpha, extra_length, nbest=1)
+        ids, scores = search(model, ids, settings)
         return ids[:, 0], scores[:, 0]
 
     def source_ids(texts):
@@ -121,64 +123,26 @@ def build_serving_module(model, serialized_vocabulary, beam_size, alpha, extra_l
     return module, {TEXT_SIGNATURE: serve_text, IDS_SIGNATURE: serve_ids}
 
 
-def resolve_settings(problem, hparams, beam_size=None, alpha=None, extra_length=None, max_input_length=None):
-    """The decode settings of an export: the given ones, else those t2t-repro-decoder uses by default (the
-    problem's beam search settings, and the run's hparams.max_length as the longest source); checked."""
-    defaults = problem.decode_defaults
-    settings = {
-        "beam_size": defaults.beam_size if beam_size is None else int(beam_size),
-        "alpha": float(defaults.alpha if alpha is None else alpha),
-        "extra_length": defaults.extra_length if extra_length is None else int(extra_length),
-        "max_input_length": hparams.max_length if max_input_length is None else int(max_input_length),
-    }
-    if settings["beam_size"] < 1:
-        raise UserError(f"beam_size={settings['beam_size']}: must be at least 1")
-    if settings["alpha"] < 0:
-        raise UserError(f"alpha={settings['alpha']}: the length penalty exponent must not be negative")
-    if settings["extra_length"] < 0:
-        raise UserError(f"extra_length={settings['extra_length']}: must not be negative")
-    if settings["max_input_length"] < 2:
-        raise UserError(f"max_input_length={settings['max_input_length']}: must be at least 2 (a token and EOS)")
-    return settings
-
-
-def _postprocess_note(problem):
-    if problem.evaluation == "parse_f1":
-        return ("outputs are linearised trees; put them onto the source words outside the graph with "
-                "t2t_repro.data.ptb_tree.delinearise(output, source.split()).to_ptb()")
-    return "none: outputs are final"
-
-
-def export_saved_model(output_dir, export_dir=None, beam_size=None, alpha=None, extra_length=None,
-                       checkpoint=None, max_input_length=None):
-    """Exports a trained run as a new SavedModel version; returns the version directory's path.
+def export_saved_model(model, vocabulary, settings, export_dir, description):
+    """Exports a model as a new SavedModel version under `export_dir`; returns the version directory's path.
 
     Args:
-        output_dir: the run's output_dir (hparams.json, run.json, checkpoints).
-        export_dir: where versions go (default output_dir/export); version N is export_dir/N.
-        beam_size, alpha, extra_length: beam search settings baked into the graph (default: the problem's).
-        checkpoint: checkpoint prefix (default: the averaged checkpoint if current, else the latest).
-        max_input_length: longest source in tokens, EOS included; longer ones are truncated, as the decoder
-            does (default: the run's hparams.max_length, the decoder's default).
+        model: the trained Transformer; vocabulary: its `Vocabulary` (the SentencePiece model goes in the graph).
+        settings: the DecodeSettings fixed in the graph; max_input_length must be set (the decoder's default
+            is the run's hparams.max_length).
+        export_dir: where versions go; version N is export_dir/N.
+        description: what the export comes from (problem, hparams, checkpoint, step, post-processing), written
+            into the metadata beside the SavedModel.
     """
-    from t2t_repro.train.run_dir import checkpoint_step, restore_run
-
-    run = restore_run(output_dir, checkpoint)
-    settings = resolve_settings(run.problem, run.hparams, beam_size, alpha, extra_length, max_input_length)
-    module, signatures = build_serving_module(
-        run.model, run.vocabulary.serialized_model, settings["beam_size"], settings["alpha"],
-        settings["extra_length"], settings["max_input_length"],
-    )
+    if settings.max_input_length is None:
+        raise ValueError("the export needs settings.max_input_length")
+    module, signatures = build_serving_module(model, vocabulary.serialized_model, settings)
+    decode = {name: value for name, value in settings.to_dict().items() if name != "nbest"}
     metadata = {
         "format_version": FORMAT_VERSION,
-        "problem": run.info.problem,
-        "hparams_set": run.info.hparams_set,
-        "hparams_overrides": run.info.hparams_overrides,
-        "checkpoint": os.path.abspath(run.checkpoint),
-        "step": checkpoint_step(run.checkpoint),
-        "vocab_size": run.vocabulary.vocab_size,
-        "decode": settings,
-        "postprocess": _postprocess_note(run.problem),
+        **description,
+        "vocab_size": vocabulary.vocab_size,
+        "decode": decode,
         "signatures": {
             TEXT_SIGNATURE: "inputs: string [batch] -> outputs: string [batch], scores: float [batch]",
             IDS_SIGNATURE: "inputs: int32 [batch, length] (ending in EOS=1, PAD=0) -> outputs: int32 "
@@ -190,13 +154,9 @@ def export_saved_model(output_dir, export_dir=None, beam_size=None, alpha=None, 
     def write(path):
         tf.saved_model.save(module, path, signatures=signatures)
         os.makedirs(os.path.join(path, "assets.extra"), exist_ok=True)
-        with open(os.path.join(path, VOCABULARY_FILE), "wb") as f:
-            f.write(run.vocabulary.serialized_model)
-        with open(os.path.join(path, METADATA_FILE), "w", encoding="utf-8") as f:
-            json.dump(metadata, f, indent=2, sort_keys=True)
-            f.write("\n")
+        safe_write.write_file(os.path.join(path, VOCABULARY_FILE), vocabulary.serialized_model)
+        safe_write.write_json(os.path.join(path, METADATA_FILE), metadata)
 
-    export_dir = export_dir or os.path.join(output_dir, EXPORT_SUBDIR)
     return write_new_version(export_dir, write)
 
 

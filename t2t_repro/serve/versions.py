@@ -9,10 +9,8 @@ run are removed by the next export.
 
 import errno
 import os
-import shutil
-import tempfile
 
-from t2t_repro.data.records import process_alive
+from t2t_repro import safe_write
 from t2t_repro.errors import UserError
 
 _TEMP_PREFIX = ".tmp-export-"
@@ -38,16 +36,6 @@ def latest_version_dir(base):
     return os.path.join(base, str(versions[-1]))
 
 
-def remove_stale_temporaries(base):
-    """Removes the temporary directories that exports which died (killed, power loss) left in `base`."""
-    for name in os.listdir(base):
-        if not name.startswith(_TEMP_PREFIX):
-            continue
-        pid_text = name[len(_TEMP_PREFIX):].split("-", 1)[0]
-        if pid_text.isdigit() and not process_alive(int(pid_text)):
-            shutil.rmtree(os.path.join(base, name), ignore_errors=True)
-
-
 def write_new_version(base, write):
     """Calls `write(path)` on a temporary directory, then publishes it as `base/<latest + 1>`; returns that path.
 
@@ -56,8 +44,7 @@ def write_new_version(base, write):
     """
     try:
         os.makedirs(base, exist_ok=True)
-        remove_stale_temporaries(base)
-        temporary = tempfile.mkdtemp(prefix=f"{_TEMP_PREFIX}{os.getpid()}-", dir=base)
+        temporary = safe_write.unique_directory_in(base, _TEMP_PREFIX)  # removes those of dead exports
     except OSError as error:
         raise UserError(f"cannot write to export directory {base}: {error.strerror}") from None
     try:
@@ -74,5 +61,5 @@ def write_new_version(base, write):
                 if error.errno not in (errno.EEXIST, errno.ENOTEMPTY):
                     raise
     except BaseException:
-        shutil.rmtree(temporary, ignore_errors=True)
+        safe_write.remove(temporary)
         raise

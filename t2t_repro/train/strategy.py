@@ -6,8 +6,7 @@ import os
 import tensorflow as tf
 
 from t2t_repro.errors import UserError
-
-STRATEGIES = ("auto", "mirrored", "multi_worker", "tpu", "one_device")
+from t2t_repro.train.options import STRATEGIES
 
 
 def make_strategy(kind="auto", tpu_address=None):

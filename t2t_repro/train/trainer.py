@@ -1,10 +1,10 @@
-"""The training loop: orchestrates data, model, optimizer, checkpoints, summaries and evaluation.
+"""The training loop: orchestrates model, optimizer, input, checkpoints and summaries for one run.
 
-It owns no algorithm: the step is `TrainStep`, batching is `token_batches`, the schedule and optimizer are
-`make_optimizer`, decoding is `t2t_repro.decode`, scoring is the problem's `evaluate`.
+It owns no algorithm (the step is `TrainStep`, batching is `token_batches`, the schedule and optimizer are
+`make_optimizer`) and knows no run directory: the run layer (`t2t_repro.run`) hands it the hparams, the
+problem, the directories to write and a dev-evaluation callback.
 """
 
-import dataclasses
 import math
 import os
 import time
@@ -12,57 +12,14 @@ import time
 import keras
 import tensorflow as tf
 
-from t2t_repro import registry
 from t2t_repro.data.batching import token_batches
-from t2t_repro.data.text_problem import summary_line
 from t2t_repro.errors import UserError
-from t2t_repro.hparams_type import apply_overrides
 from t2t_repro.model import build_transformer
-from t2t_repro.train import run_dir
-from t2t_repro.train.evaluation import DevEvaluator
+from t2t_repro.train.checkpoints import checkpoint_step
 from t2t_repro.train.optimizer import make_optimizer
+from t2t_repro.train.options import DEFAULT_DEVICE_BATCH_TOKENS
 from t2t_repro.train.step import TrainStep
 from t2t_repro.train.strategy import is_chief, make_strategy, worker_position
-
-# Tokens per side one device handles in a micro-batch unless told otherwise. The paper's 8 P100s each held
-# about 25,000 / 8 = 3,125 (section 5.2); 4,096 fits the big model in float32 on any current accelerator, so
-# one GPU accumulates 7 micro-batches to train with the paper's 25,000-token batch, 8 GPUs need none.
-DEFAULT_DEVICE_BATCH_TOKENS = 4096
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainerConfig:
-    """Everything a training run is started with (the trainer's command-line flags)."""
-
-    problem: str
-    hparams_set: str
-    output_dir: str
-    data_dir: str
-    hparams_overrides: str = ""
-    train_steps: int | None = None
-    strategy: str = "auto"
-    tpu_address: str | None = None
-    batch_tokens: int | None = None
-    device_batch_tokens: int | None = None
-    gradient_accumulation: str = "auto"
-    checkpoint_minutes: float = 10.0  # section 6.1: checkpoints written at 10-minute intervals
-    checkpoint_steps: int | None = None
-    keep_checkpoints: int | None = None
-    seed: int = 1
-    log_steps: int = 100
-    eval_steps: int = 2000
-    eval_decode_sentences: int = 100
-    tmp_dir: str | None = None
-    manual_dir: str | None = None
-    command_line: tuple = ()
-
-
-def resolve_hparams(config):
-    hparams = apply_overrides(registry.get_hparams(config.hparams_set), config.hparams_overrides)
-    if config.train_steps is not None:
-        hparams = dataclasses.replace(hparams, train_steps=config.train_steps)
-    return hparams
-
 
 def default_checkpoint_steps(hparams):
     """Steps between checkpoints besides the 10-minute clock: about four averaging windows over the run.
@@ -72,65 +29,62 @@ def default_checkpoint_steps(hparams):
     return max(1, hparams.train_steps // (4 * hparams.checkpoint_average_count))
 
 
-def accumulation_steps(config, hparams, replicas):
+def accumulation_steps(options, hparams, replicas):
     """Micro-batches per replica per update: explicit, or enough to reach the global batch on these devices."""
-    batch_tokens = config.batch_tokens or hparams.batch_tokens
-    if config.gradient_accumulation != "auto":
+    batch_tokens = options.batch_tokens or hparams.batch_tokens
+    if options.gradient_accumulation != "auto":
         try:
-            steps = int(config.gradient_accumulation)
+            steps = int(options.gradient_accumulation)
         except ValueError:
             steps = 0
         if steps < 1:
-            raise UserError(f"--gradient_accumulation={config.gradient_accumulation}: expected auto or a count >= 1")
+            raise UserError(f"--gradient_accumulation={options.gradient_accumulation}: expected auto or a count >= 1")
         return steps
-    device_tokens = config.device_batch_tokens or max(DEFAULT_DEVICE_BATCH_TOKENS, hparams.max_length)
+    device_tokens = options.device_batch_tokens or max(DEFAULT_DEVICE_BATCH_TOKENS, hparams.max_length)
     return max(1, math.ceil(batch_tokens / (replicas * device_tokens)))
 
 
 class Trainer:
-    """Runs (or resumes) one training run in config.output_dir."""
+    """Trains (or resumes) one model for `hparams` on a problem's train split.
 
-    def __init__(self, config):
-        self.config = config
-        self.hparams = resolve_hparams(config)
-        self.problem = registry.get_problem(config.problem)
-        # The strategy first: multi-worker collectives must be configured before TensorFlow runs any op.
-        self.strategy = make_strategy(config.strategy, config.tpu_address)
-        keras.utils.set_random_seed(config.seed)
+    The strategy is made first: multi-worker collectives must be configured before TensorFlow runs any op.
+
+    Args:
+        hparams: the resolved HParams (hparams.train_steps is the last step).
+        problem: the Problem whose train split is read.
+        options: `t2t_repro.train.options.TrainingOptions`.
+    """
+
+    def __init__(self, hparams, problem, options):
+        self.hparams = hparams
+        self.problem = problem
+        self.options = options
+        self.strategy = make_strategy(options.strategy, options.tpu)
+        keras.utils.set_random_seed(options.seed)
         self.chief = is_chief(self.strategy)
         self.workers, self.worker_index = worker_position(self.strategy)
         replicas = self.strategy.num_replicas_in_sync
-        self.accumulation = accumulation_steps(config, self.hparams, replicas)
-        self.batch_tokens = config.batch_tokens or self.hparams.batch_tokens
+        self.accumulation = accumulation_steps(options, hparams, replicas)
+        self.batch_tokens = options.batch_tokens or hparams.batch_tokens
         self.micro_batch_tokens = self.batch_tokens // (replicas * self.accumulation)
-        self.checkpoint_steps = config.checkpoint_steps or default_checkpoint_steps(self.hparams)
-        if self.micro_batch_tokens < self.hparams.max_length:
+        self.checkpoint_steps = options.checkpoint_steps or default_checkpoint_steps(hparams)
+        if self.micro_batch_tokens < hparams.max_length:
             raise UserError(
                 f"a micro-batch of {self.micro_batch_tokens} tokens ({self.batch_tokens} over {replicas} replicas x "
-                f"{self.accumulation} micro-batches) cannot hold a pair of max_length={self.hparams.max_length}"
+                f"{self.accumulation} micro-batches) cannot hold a pair of max_length={hparams.max_length}"
             )
 
-    def prepare(self):
-        """Generates missing data, records the run, and builds model, optimizer, input and checkpoint."""
-        config = self.config
-        if not self.problem.data_ready(config.data_dir):
-            print(f"generating data for {config.problem} in {config.data_dir}", flush=True)
-            summary = self.problem.generate_data(config.data_dir, config.tmp_dir, config.manual_dir)
-            print(summary_line(summary), flush=True)
-        if self.chief:
-            info = run_dir.RunInfo(
-                config.problem, config.hparams_set, config.hparams_overrides, os.path.abspath(config.data_dir),
-                tuple(config.command_line),
-            )
-            run_dir.prepare_output_dir(config.output_dir, self.hparams, info)
-        self.vocabulary = self.problem.vocabulary(config.data_dir)
+    def prepare(self, data_dir, checkpoint_dir):
+        """Builds model, optimizer, input and checkpoint manager over `checkpoint_dir`."""
+        self.vocabulary = self.problem.vocabulary(data_dir)
         with self.strategy.scope():
             self.model = build_transformer(self.hparams, self.vocabulary.vocab_size)
             self.optimizer = make_optimizer(self.hparams)
             self.optimizer.build(self.model.trainable_variables)
-        train = self.problem.dataset("train", config.data_dir).shard(self.workers, self.worker_index)
+        train = self.problem.dataset("train", data_dir).shard(self.workers, self.worker_index)
         batches = token_batches(
-            train, self.micro_batch_tokens, self.hparams.max_length, shuffle=True, seed=config.seed, repeat=True
+            train, self.micro_batch_tokens, self.hparams.max_length, shuffle=True, seed=self.options.seed,
+            repeat=True,
         )
         self.iterator = iter(batches)
         # Dropout's random state lives in non-trainable seed-generator variables; saving them makes resume exact.
@@ -141,11 +95,10 @@ class Trainer:
             model=self.model, optimizer=self.optimizer, data=self.iterator, rng=rng_state,
             train_seconds=self.train_seconds,
         )
-        directory = os.path.join(config.output_dir, run_dir.CHECKPOINT_DIR)
         if not self.chief:  # every worker saves (it may take part in collectives); only the chief's count
-            directory = os.path.join(directory, f"worker-{self.worker_index}")
-        keep = config.keep_checkpoints or max(self.hparams.checkpoint_average_count, 1)
-        self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=keep)
+            checkpoint_dir = os.path.join(checkpoint_dir, f"worker-{self.worker_index}")
+        keep = self.options.keep_checkpoints or max(self.hparams.checkpoint_average_count, 1)
+        self.manager = tf.train.CheckpointManager(self.checkpoint, checkpoint_dir, max_to_keep=keep)
         self.step_fn = TrainStep(
             self.model, self.optimizer, self.strategy, self.hparams.label_smoothing, self.accumulation
         )
@@ -174,22 +127,44 @@ class Trainer:
             raise UserError(f"could not write a checkpoint at step {self.step} ({error}); last good: {last}") from None
         return path
 
-    def train(self):
-        """Trains up to hparams.train_steps updates; returns statistics of this session's training."""
-        config = self.config
-        self.prepare()
-        self.restore()
-        writer = tf.summary.create_file_writer(os.path.join(config.output_dir, "train")) if self.chief else None
-        evaluator = DevEvaluator(self) if self.chief else None
+    def _log(self, writer, step, loss, rate):
+        learning_rate = float(self.optimizer.learning_rate)
         print(
-            f"training {config.problem} with {config.hparams_set}: {self.model.count_params():,} parameters, "
+            f"step {step}/{self.hparams.train_steps}  loss {loss:.4f}  lr {learning_rate:.3g}  "
+            f"{rate:,.0f} target tokens/s",
+            flush=True,
+        )
+        if writer:
+            with writer.as_default(step=step):
+                tf.summary.scalar("loss", loss)
+                tf.summary.scalar("learning_rate", learning_rate)
+                tf.summary.scalar("target_tokens_per_s", rate)
+
+    def train(self, data_dir, checkpoint_dir, summary_dir=None, evaluate=None, description=""):
+        """Trains up to hparams.train_steps updates; returns statistics of this session's training.
+
+        Args:
+            data_dir: where the problem's data is.
+            checkpoint_dir: where checkpoints go (the chief's; other workers use a subdirectory).
+            summary_dir: TensorBoard training summaries (chief only; None: none).
+            evaluate: `evaluate(step, model)` called every options.eval_steps steps and at the end (chief only).
+            description: what is trained, for the first log line.
+        """
+        options = self.options
+        self.prepare(data_dir, checkpoint_dir)
+        self.restore()
+        writer = tf.summary.create_file_writer(summary_dir) if self.chief and summary_dir else None
+        evaluate = evaluate if self.chief else None
+        print(
+            f"training {description}: {self.model.count_params():,} parameters, "
             f"{self.strategy.num_replicas_in_sync} replica(s) x {self.accumulation} micro-batch(es) of "
             f"{self.micro_batch_tokens} tokens, {self.hparams.train_steps} steps",
             flush=True,
         )
+        last_step = self.hparams.train_steps
         start = self._clock = window_start = time.time()  # save() moves _clock to its own time
         window_tokens = total_tokens = 0.0
-        while self.step < self.hparams.train_steps:
+        while self.step < last_step:
             loss, tokens = self.step_fn(self.iterator)
             loss = float(loss)
             if not math.isfinite(loss):
@@ -198,28 +173,15 @@ class Trainer:
             window_tokens += float(tokens)
             total_tokens += float(tokens)
             step = self.step
-            if step % config.log_steps == 0 or step == self.hparams.train_steps:
-                elapsed = time.time() - window_start
-                rate = window_tokens / max(elapsed, 1e-9)
-                learning_rate = float(self.optimizer.learning_rate)
-                print(
-                    f"step {step}/{self.hparams.train_steps}  loss {loss:.4f}  lr {learning_rate:.3g}  "
-                    f"{rate:,.0f} target tokens/s",
-                    flush=True,
-                )
-                if writer:
-                    with writer.as_default(step=step):
-                        tf.summary.scalar("loss", loss)
-                        tf.summary.scalar("learning_rate", learning_rate)
-                        tf.summary.scalar("target_tokens_per_s", rate)
+            if step % options.log_steps == 0 or step == last_step:
+                self._log(writer, step, loss, window_tokens / max(time.time() - window_start, 1e-9))
                 window_tokens, window_start = 0.0, time.time()
-            due_by_time = time.time() - self._clock >= config.checkpoint_minutes * 60
-            due_by_steps = step % self.checkpoint_steps == 0
-            if due_by_time or due_by_steps or step == self.hparams.train_steps:
+            due_by_time = time.time() - self._clock >= options.checkpoint_minutes * 60
+            if due_by_time or step % self.checkpoint_steps == 0 or step == last_step:
                 self.save()
-            if evaluator and (step % config.eval_steps == 0 or step == self.hparams.train_steps):
-                evaluator.evaluate(step)
-        if self.manager.latest_checkpoint is None or run_dir.checkpoint_step(self.manager.latest_checkpoint) != self.step:
+            if evaluate and (step % options.eval_steps == 0 or step == last_step):
+                evaluate(step, self.model)
+        if self.manager.latest_checkpoint is None or checkpoint_step(self.manager.latest_checkpoint) != self.step:
             self.save()
         session_seconds = time.time() - start
         return {

@@ -7,7 +7,7 @@
 Figures are drawn with matplotlib's Agg backend (no display needed) and written as PNG files atomically.
 """
 
-import os
+from t2t_repro import safe_write
 
 
 def new_figure(width, height):
@@ -22,11 +22,6 @@ def new_figure(width, height):
 
 def save_figure(figure, path, dpi=100):
     """Writes `figure` as a PNG at `path` through a temporary file and a rename; returns `path`."""
-    temporary = f"{path}.tmp-{os.getpid()}"
-    try:
+    with safe_write.replacing(path) as temporary:
         figure.savefig(temporary, format="png", dpi=dpi)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
     return path

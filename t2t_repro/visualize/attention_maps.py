@@ -1,9 +1,9 @@
 """Attention heat maps of a trained run for one sentence, in the manner of the paper's Figures 3-5.
 
 The sentence is encoded with the run's vocabulary and ends in EOS, as the training sources do; it is decoded
-by beam search (beam 1 is greedy); then the model runs once, teacher-forced, on (source, decoded output) with
-every attention layer keeping its weights (`MultiHeadAttention.keep_weights`). Three kinds of maps, for each
-layer and head, each a row-stochastic matrix (every row sums to 1 over its columns):
+by beam search (beam 1 is greedy); then the model runs once, teacher-forced, on (source, decoded output) and
+returns every attention layer's weights (`return_attention_scores=True`). Three kinds of maps, for each layer
+and head, each a row-stochastic matrix (every row sums to 1 over its columns):
 
 - encoder self-attention: rows (queries) and columns (keys) are the source tokens;
 - decoder self-attention: row i is the position that predicts output token i; column j is the decoder's input
@@ -13,7 +13,7 @@ layer and head, each a row-stochastic matrix (every row sums to 1 over its colum
 
 Layers and heads are numbered from 1, as the paper's "layer 5 of 6" (Figures 3-5).
 
-    maps = compute_attention_maps(restore_run(output_dir), "The cat sat on the mat.", beam_size=1)
+    maps = compute_attention_maps(model, vocabulary, "The cat sat on the mat.", DecodeSettings(beam_size=1))
     paths = render_attention_maps(maps, "figures/", layers=[5])
 """
 
@@ -21,6 +21,9 @@ import dataclasses
 import math
 import os
 
+import tensorflow as tf
+
+from t2t_repro.decode.transformer_search import beam_decode
 from t2t_repro.errors import UserError
 from t2t_repro.special_tokens import EOS_ID, PAD_ID
 from t2t_repro.visualize import new_figure, save_figure
@@ -73,21 +76,20 @@ class AttentionMaps:
 
 
 def encode_sentence(sentence, vocabulary, max_length):
-    """The sentence's ids ending in EOS; an empty sentence or one longer than `max_length` is a UserError."""
+    """The sentence's ids ending in EOS; an empty sentence or one longer than `max_length` (if given) is a
+    UserError."""
     text = sentence.strip()
     if not text:
         raise UserError("the sentence is empty: give the text to visualise with --sentence")
     ids = list(vocabulary.encode(text)) + [EOS_ID]
-    if len(ids) > max_length:
+    if max_length and len(ids) > max_length:
         raise UserError(f"the sentence has {len(ids)} tokens with EOS; this run's max_length is {max_length}")
     return ids
 
 
-def decode_output_ids(model, source_ids, beam_size, alpha, extra_length):
+def decode_output_ids(model, source_ids, settings):
     """The best beam-search output for `source_ids`, up to and including its EOS (when it has one)."""
-    from t2t_repro.decode.beam_search import beam_search
-
-    ids, _ = beam_search(model, [source_ids], beam_size, alpha, extra_length)
+    ids, _ = beam_decode(model, [source_ids], settings.override(nbest=1))
     output = []
     for token in ids.numpy()[0, 0].tolist():
         if token == PAD_ID:  # never generated: only the padding after a hypothesis' end
@@ -98,56 +100,31 @@ def decode_output_ids(model, source_ids, beam_size, alpha, extra_length):
     return output
 
 
-def _attention_layers(model):
-    """{kind: [MultiHeadAttention per layer]} of a Transformer."""
-    return {
-        ENCODER_SELF: [layer.self_attention for layer in model.encoder_layers],
-        DECODER_SELF: [layer.self_attention for layer in model.decoder_layers],
-        ENCODER_DECODER: [layer.cross_attention for layer in model.decoder_layers],
-    }
-
-
 def attention_weights(model, source_ids, output_ids):
     """{kind: [per layer, [heads, queries, keys]]} from one teacher-forced pass of the model, without dropout.
 
     The decoder reads `output_ids` shifted right behind PAD, so its query i is the position that predicts
     `output_ids[i]`."""
-    import tensorflow as tf
-
-    layers = _attention_layers(model)
-    every_layer = [layer for per_kind in layers.values() for layer in per_kind]
-    for layer in every_layer:
-        layer.keep_weights, layer.last_weights = True, None
-    try:
-        model({"inputs": tf.constant([source_ids], tf.int32), "targets": tf.constant([output_ids], tf.int32)},
-              training=False)
-        return {kind: [layer.last_weights.numpy()[0] for layer in per_kind] for kind, per_kind in layers.items()}
-    finally:
-        for layer in every_layer:
-            layer.keep_weights, layer.last_weights = False, None
+    features = {"inputs": tf.constant([source_ids], tf.int32), "targets": tf.constant([output_ids], tf.int32)}
+    _, weights = model(features, training=False, return_attention_scores=True)
+    return {kind: [layer_weights.numpy()[0] for layer_weights in weights[kind]] for kind in KINDS}
 
 
-def compute_attention_maps(run, sentence, beam_size=None, alpha=None, extra_length=None):
-    """Decodes `sentence` with a restored run (`t2t_repro.train.run_dir.restore_run`) and returns its
-    AttentionMaps. Beam size, alpha and extra length default to the run's problem (section 6.1 / 6.3)."""
-    defaults = run.problem.decode_defaults
-    beam_size = defaults.beam_size if beam_size is None else beam_size
-    alpha = defaults.alpha if alpha is None else alpha
-    extra_length = defaults.extra_length if extra_length is None else extra_length
-    if beam_size < 1 or alpha < 0 or extra_length < 0:
-        raise UserError(f"beam_size={beam_size}, alpha={alpha}, extra_length={extra_length}: need beam_size >= 1 "
-                        "and no negative alpha or extra_length")
-    vocabulary = run.vocabulary
-    source_ids = encode_sentence(sentence, vocabulary, run.hparams.max_length)
-    output_ids = decode_output_ids(run.model, source_ids, beam_size, alpha, extra_length)
+def compute_attention_maps(model, vocabulary, sentence, settings, postprocess=None):
+    """Decodes `sentence` with `model` by beam search (DecodeSettings `settings`; sentences longer than its
+    max_input_length are refused) and returns its AttentionMaps; `postprocess(decoded, source)` turns the
+    decoded text into the shown translation (a problem's)."""
+    source_ids = encode_sentence(sentence, vocabulary, settings.max_input_length)
+    output_ids = decode_output_ids(model, source_ids, settings)
     pieces = [vocabulary.id_to_piece(token) for token in output_ids]
+    decoded = vocabulary.decode(output_ids)
     return AttentionMaps(
         sentence=sentence.strip(),
-        translation=run.problem.postprocess(vocabulary.decode(output_ids), sentence.strip()),
+        translation=postprocess(decoded, sentence.strip()) if postprocess else decoded,
         source_tokens=[vocabulary.id_to_piece(token) for token in source_ids],
         output_tokens=pieces,
         decoder_input_tokens=[vocabulary.id_to_piece(PAD_ID)] + pieces[:-1],
-        weights=attention_weights(run.model, source_ids, output_ids),
+        weights=attention_weights(model, source_ids, output_ids),
     )
 
 

@@ -59,10 +59,10 @@ def check_peer(args, supported):
 
 def resolve_hparams(args):
     """The HParams named by --hparams with --hparams_overrides applied."""
-    from t2t_repro import registry
+    from t2t_repro import catalog
     from t2t_repro.hparams_type import apply_overrides
 
-    return apply_overrides(registry.get_hparams(args.hparams), args.hparams_overrides)
+    return apply_overrides(catalog.get_hparams(args.hparams), args.hparams_overrides)
 
 
 def resolve_vocab_size(args):
@@ -70,9 +70,9 @@ def resolve_vocab_size(args):
     --data_dir when the data is there, else the size the problem requests."""
     if not args.problem:
         return DEFAULT_VOCAB_SIZE
-    from t2t_repro import registry
+    from t2t_repro import catalog
 
-    problem = registry.get_problem(args.problem)
+    problem = catalog.get_problem(args.problem)
     if args.data_dir and problem.data_ready(args.data_dir):
         return problem.vocabulary(args.data_dir).vocab_size
     return problem.vocab_size

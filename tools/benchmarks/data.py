@@ -21,7 +21,7 @@ import tempfile
 import time
 
 from benchmarks import check_peer, measurement, progress, resolve_hparams
-from t2t_repro import registry
+from t2t_repro import catalog
 from t2t_repro.data.batching import padding_efficiency, token_batches
 
 DEFAULT_PROBLEM = "toy_ende"
@@ -87,7 +87,7 @@ def _padding_efficiency(problem, data_dir, hparams, hparams_name, max_batches):
 def run(args):
     check_peer(args, ())
     hparams = resolve_hparams(args)
-    problem = registry.get_problem(args.problem or DEFAULT_PROBLEM)
+    problem = catalog.get_problem(args.problem or DEFAULT_PROBLEM)
     max_batches = getattr(args, "max_batches", DEFAULT_MAX_BATCHES)
     tmp_dir = getattr(args, "tmp_dir", None)
     with tempfile.TemporaryDirectory(prefix="t2t_repro_bench_data_") as scratch:

@@ -28,7 +28,8 @@ import tensorflow as tf
 
 from benchmarks import check_peer, measurement, progress, random_token_batch, resolve_hparams, resolve_vocab_size
 from benchmarks.timing import device_description, interleaved_times, median_seconds
-from t2t_repro.decode.beam_search import compiled_search
+from t2t_repro.decode.transformer_search import compiled_search
+from t2t_repro.decode_settings import DecodeSettings
 from t2t_repro.errors import UserError
 from t2t_repro.model import build_transformer
 from t2t_repro.special_tokens import PAD_ID
@@ -160,7 +161,8 @@ def run(args):
     calls = {}
     for use_cache in (True, False):
         label = "cached" if use_cache else "uncached"
-        search = compiled_search(model, args.beam_size, 0.6, extra_length, use_cache=use_cache, eos_id=NO_EOS)
+        settings = DecodeSettings(beam_size=args.beam_size, alpha=0.6, extra_length=extra_length)
+        search = compiled_search(model, settings, use_cache=use_cache, eos_id=NO_EOS)
         progress(f"decode: tracing the {label} search")
         ids, _ = search(inputs)  # also checks that the search really generates output_length tokens
         if ids.shape[-1] != args.output_length:

@@ -88,11 +88,11 @@ def _train(args, work_dir):
 
 
 def _dev_sentences(output_dir):
-    from t2t_repro import registry
-    from t2t_repro.train.run_dir import load_run_info
+    from t2t_repro import catalog
+    from t2t_repro.run.layout import RunLayout
 
-    info = load_run_info(output_dir)
-    sources = [source for source, _ in registry.get_problem(info.problem).text_pairs("dev", info.data_dir)]
+    info = RunLayout(output_dir).load_info()
+    sources = [source for source, _ in catalog.get_problem(info.problem).text_pairs("dev", info.data_dir)]
     sentences = [source for source in dict.fromkeys(sources) if source.strip()][:_SENTENCES]
     if not sentences:
         raise UserError(f"the dev split of {info.problem} in {info.data_dir} holds no sentence")

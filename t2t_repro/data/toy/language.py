@@ -1,6 +1,6 @@
 """A synthetic English-to-German-like language pair, generated from a seed (the toy_ende problem's corpus).
 
-The English side comes from the probabilistic grammar of `t2t_repro.data.toy_grammar`; this module realises the
+The English side comes from the probabilistic grammar of `t2t_repro.data.toy.grammar`; this module realises the
 same sentence structures in German, with what makes English-German translation hard:
 
 - word order: verb-second main clauses ("Today the dog sees the man." -> "Heute sieht der Hund den Mann."),
@@ -22,8 +22,8 @@ The translation is a function of the English sentence: nothing in it needs knowl
 import os
 import random
 
-from t2t_repro.data.toy_grammar import Grammar, iter_sentences, sentence_words
-from t2t_repro.data.toy_lexicon import (
+from t2t_repro.data.toy.grammar import Grammar, iter_sentences, sentence_words
+from t2t_repro.data.toy.lexicon import (
     ADVERBS, COORDINATORS, NAMES, NUMERALS, PREPOSITIONS, PRONOUNS, SUBORDINATORS, build_lexicon)
 
 _CASES = {"nom": 0, "acc": 1, "dat": 2, "gen": 3}
@@ -55,7 +55,7 @@ def detokenize(tokens):
 
 
 class GermanRealiser:
-    """Realises toy_grammar Sentences in German (every Word carries its German forms)."""
+    """Realises the grammar's Sentences in German (every Word carries its German forms)."""
 
     def sentence(self, sentence):
         """The German text of a Sentence."""

@@ -1,7 +1,7 @@
 """English sentences and their Penn Treebank trees from a seeded probabilistic grammar (the toy_* problems).
 
 `toy_parsing` writes the trees as WSJ-layout .mrg files (`write_treebank`); `toy_ende`
-(t2t_repro.data.toy_language) translates the same sentence structures into a German-like language. The grammar
+(t2t_repro.data.toy.language) translates the same sentence structures into a German-like language. The grammar
 has nested clauses (subordinate, "that" complement and relative clauses), prepositional phrases, noun compounds,
 coordination of noun phrases and of clauses, yes/no questions, negation, five tenses and modals, agreement and
 punctuation, over a vocabulary of a few thousand words: a core of real English words plus stems generated from
@@ -22,8 +22,8 @@ import os
 import random
 
 from t2t_repro.data.ptb_tree import Tree
-from t2t_repro.data.toy_lexicon import ADVERBS, COORDINATORS, NUMERALS, PREPOSITIONS, PRONOUNS, SUBORDINATORS
-from t2t_repro.data.toy_lexicon import Lexicon, build_lexicon
+from t2t_repro.data.toy.lexicon import ADVERBS, COORDINATORS, NUMERALS, PREPOSITIONS, PRONOUNS, SUBORDINATORS
+from t2t_repro.data.toy.lexicon import Lexicon, build_lexicon
 
 TENSES = ("present", "past", "perfect", "future", "can", "must")
 _PREPOSITIONS, _ADVERBS, _NUMERALS = tuple(PREPOSITIONS), tuple(ADVERBS), tuple(NUMERALS)

@@ -1,0 +1,76 @@
+"""Beam search over a Transformer's translations, with the settings of one `DecodeSettings` (section 6.1).
+
+    ids, scores = beam_decode(model, inputs, DecodeSettings(beam_size=4, alpha=0.6, extra_length=50, nbest=2))
+    # ids [batch, nbest, length] (PAD after a hypothesis ends), scores [batch, nbest], best first
+
+The model encodes the sources and scores the next tokens (`Transformer.scoring_function`); the search itself
+(`t2t_repro.decode.beam_search`) knows no model. A sentence's outputs have at most `real input length +
+extra_length` tokens (section 6.1: input length + 50), where the real length counts its non-PAD ids, so
+padding added by batching changes nothing, and at most `model.max_target_length` with learned positions.
+
+`use_cache=False` recomputes the whole decoder over the prefix at every step instead of reading the
+self-attention cache; it gives the same hypotheses and scores and exists to check the cache.
+"""
+
+import dataclasses
+import weakref
+
+import tensorflow as tf
+
+from t2t_repro.decode.beam_search import beam_search
+from t2t_repro.special_tokens import EOS_ID, PAD_ID
+
+
+def search(model, inputs, settings, use_cache=True, eos_id=EOS_ID):
+    """Beam search as TensorFlow ops, for use inside a `tf.function` (e.g. an exported serving function).
+
+    Args:
+        model: a `t2t_repro.model.Transformer`.
+        inputs: int32 [batch, source_length] source ids, each ending in EOS, 0-padded.
+        settings: a `t2t_repro.decode_settings.DecodeSettings`: beam_size, alpha, extra_length and nbest.
+        use_cache: False recomputes the decoder over the whole prefix at every step (slow; for checking).
+        eos_id: the id that ends a hypothesis; one outside the vocabulary (e.g. -1) disables EOS (benchmarks).
+
+    Returns:
+        ids: int32 [batch, nbest, length], best first; positions after a hypothesis' end are PAD (0).
+        scores: float32 [batch, nbest], log-probability / length_penalty(|Y|); -inf marks an empty slot.
+    """
+    inputs = tf.convert_to_tensor(inputs, tf.int32)
+    real_length = tf.reduce_sum(tf.cast(tf.not_equal(inputs, PAD_ID), tf.int32), axis=1)
+    max_lengths = tf.maximum(real_length + settings.extra_length, 1)
+    if model.max_target_length is not None:
+        max_lengths = tf.minimum(max_lengths, model.max_target_length)
+    symbols_to_logits_fn, state = model.scoring_function(inputs, settings.beam_size, use_cache)
+    ids, scores = beam_search(
+        symbols_to_logits_fn,
+        tf.fill(tf.shape(inputs)[:1], tf.constant(PAD_ID, tf.int32)),
+        settings.beam_size,
+        max_lengths,
+        model.vocab_size,
+        settings.alpha,
+        states=state,
+        eos_id=eos_id,
+    )
+    return ids[:, : settings.nbest], scores[:, : settings.nbest]
+
+
+# Compiled searches per model and settings, so eager callers trace each configuration once.
+_COMPILED = weakref.WeakKeyDictionary()
+
+
+def compiled_search(model, settings, use_cache=True, eos_id=EOS_ID):
+    """A `tf.function` inputs [batch, length] -> (ids, scores) of `search` with these settings (cached)."""
+    key = (dataclasses.replace(settings, max_input_length=None), use_cache, eos_id)  # truncation is not searching
+    per_model = _COMPILED.setdefault(model, {})
+    if key not in per_model:
+        model_ref = weakref.ref(model)  # a strong reference here would keep the model alive forever
+        per_model[key] = tf.function(
+            lambda inputs: search(model_ref(), inputs, settings, use_cache, eos_id),
+            input_signature=[tf.TensorSpec([None, None], tf.int32)],
+        )
+    return per_model[key]
+
+
+def beam_decode(model, inputs, settings, use_cache=True, eos_id=EOS_ID):
+    """Runs `search` compiled (see `search` for the arguments); returns (ids, scores) tensors."""
+    return compiled_search(model, settings, use_cache, eos_id)(tf.convert_to_tensor(inputs, tf.int32))

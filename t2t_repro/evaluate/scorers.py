@@ -1,0 +1,57 @@
+"""The scorers a Problem is given: each turns decoded outputs and references into its figures and names the
+one number they are summarised by (dev curves, report headlines).
+
+    scorer = BleuScorer("de")
+    scores = scorer(hypotheses, references, sources)   # {"bleu": {...}}
+    name, value = scorer.headline(scores)              # ("bleu", sacreBLEU)
+"""
+
+from t2t_repro.data import ptb_tree
+from t2t_repro.errors import UserError
+from t2t_repro.evaluate import evalb
+from t2t_repro.evaluate.bleu import corpus_bleu
+
+
+class BleuScorer:
+    """Translation (section 6.1, Table 2): sacreBLEU and the paper's tokenized BLEU into `lang`."""
+
+    def __init__(self, lang):
+        self.lang = lang
+
+    def __call__(self, hypotheses, references, sources):
+        return {"bleu": corpus_bleu(hypotheses, references, lang=self.lang)}
+
+    def headline(self, scores):
+        return "bleu", scores["bleu"]["sacrebleu"]
+
+
+class ParseF1Scorer:
+    """Constituency parsing (section 6.3, Table 4): labelled bracket F1 under EVALB's COLLINS.prm conventions.
+
+    Hypotheses and references may each be PTB tree strings or linearised trees (the references a parsing
+    problem keeps are linearised: de-linearised onto the source words, they give the gold tree back exactly).
+    Returns EVALB's figures in percent: {"f1", "precision", "recall", "sentences", ..., "len_le_40": {...}}.
+    """
+
+    def __call__(self, hypotheses, references, sources):
+        if not len(hypotheses) == len(references) == len(sources):
+            raise ValueError(f"{len(hypotheses)} hypotheses, {len(references)} references, {len(sources)} sources")
+        gold = [_as_tree(reference, source.split()) or ptb_tree.delinearise("", source.split())
+                for reference, source in zip(references, sources)]
+        test = [_as_tree(hypothesis, source.split()) for hypothesis, source in zip(hypotheses, sources)]
+        return evalb.evaluate_trees(gold, test).as_dict()
+
+    def headline(self, scores):
+        return "f1", scores["f1"]
+
+
+def _as_tree(text, words):
+    """A PTB tree string parsed as it is, or linearised text de-linearised onto `words`; None if empty."""
+    if not text.strip():
+        return None
+    if not ptb_tree.looks_linearised(text):
+        try:
+            return ptb_tree.parse_tree(text)
+        except UserError:
+            pass
+    return ptb_tree.delinearise(text, words)

@@ -1,0 +1,46 @@
+"""RunConfig: what a training run is started with, besides how it trains (`train.options.TrainingOptions`).
+
+Each field is declared once with its help; `t2t-repro-trainer` derives its flags from these two dataclasses.
+This module imports no TensorFlow, so that command lines can build their flags from it quickly.
+"""
+
+import dataclasses
+import os
+
+from t2t_repro.errors import UserError
+from t2t_repro.settings import check_fields, setting
+
+
+def default_data_dir():
+    """The per-user data cache used when --data_dir is not given."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "t2t-repro", "data")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """A run: which problem and hparams, where its data and outputs go, and which end-of-run steps it takes."""
+
+    problem: str | None = setting(None, "registered problem, e.g. wmt_ende or toy_ende")
+    hparams: str | None = setting(None, "registered hparams set, e.g. transformer_base")
+    hparams_overrides: str = setting("", 'typed overrides, e.g. "dropout=0.3,num_layers=4"')
+    train_steps: int | None = setting(None, "optimizer updates (default: the hparams set's)")
+    output_dir: str | None = setting(None, "where checkpoints, summaries, reports and exports go")
+    data_dir: str | None = setting(None, f"data directory (default: {default_data_dir()})")
+    tmp_dir: str | None = setting(None, "scratch directory for datagen downloads and raw text")
+    manual_dir: str | None = setting(None, "user-supplied raw data (parallel text or Penn Treebank files)")
+    eval_decode_sentences: int = setting(100, "dev sentences beam-decoded for BLEU/F1 (0: none)", minimum=0)
+    skip_average: bool = setting(False, "do not average the last checkpoints at the end")
+    skip_test: bool = setting(False, "do not decode and score the test split at the end")
+    skip_export: bool = setting(False, "do not export a SavedModel at the end")
+    command_line: tuple = ()
+
+    def __post_init__(self):
+        missing = [name for name in ("problem", "hparams", "output_dir") if not getattr(self, name)]
+        if missing:
+            raise UserError(f"missing {', '.join('--' + name for name in missing)}")
+        check_fields(self, "run setting")
+
+    @property
+    def resolved_data_dir(self):
+        return self.data_dir or default_data_dir()

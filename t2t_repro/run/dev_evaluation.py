@@ -1,0 +1,87 @@
+"""Evaluation during training on the dev split: loss and perplexity, and BLEU or F1 from real beam decoding.
+
+Dev perplexity is per subword token without label smoothing (Table 3's "PPL (dev)"); dev BLEU or F1 comes from
+beam-decoding a subset of dev sentences with the problem's decoding defaults and scoring them with the
+problem's own scorer, never from teacher-forced predictions.
+"""
+
+import math
+
+import tensorflow as tf
+
+from t2t_repro.data.batching import token_batches
+from t2t_repro.decode.decode_text import decode_texts
+from t2t_repro.train.loss import label_smoothed_cross_entropy
+
+# Long dev sentences are scored too: only pairs longer than this many tokens are left out of the dev loss.
+_DEV_MAX_LENGTH = 1024
+
+
+class DevEvaluator:
+    """`evaluator(step, model)` computes the dev metrics of the model's current weights and writes them as
+    TensorBoard summaries to `summary_dir`.
+
+    Args:
+        problem, vocabulary, data_dir: the run's problem and its data.
+        label_smoothing: epsilon_ls of the smoothed dev loss.
+        batch_tokens: tokens per dev batch (at least the longest dev pair kept).
+        decode_sentences: dev sentences beam-decoded and scored (0: none).
+        summary_dir: where the summaries go.
+    """
+
+    def __init__(self, problem, vocabulary, data_dir, label_smoothing, batch_tokens, decode_sentences, summary_dir):
+        self.problem = problem
+        self.vocabulary = vocabulary
+        self.data_dir = data_dir
+        self.label_smoothing = label_smoothing
+        self.batch_tokens = max(batch_tokens, _DEV_MAX_LENGTH)
+        self.decode_sentences = decode_sentences
+        self.writer = tf.summary.create_file_writer(summary_dir)
+        self._loss_steps = {}
+
+    def _loss_step(self, model):
+        """The compiled dev-loss step of `model` (traced once per model)."""
+        if model not in self._loss_steps:
+            batch_spec = {key: tf.TensorSpec([None, None], tf.int32) for key in ("inputs", "targets")}
+
+            def batch_losses(batch):
+                logits = model(batch, training=False)
+                smoothed, tokens = label_smoothed_cross_entropy(batch["targets"], logits, self.label_smoothing)
+                plain, _ = label_smoothed_cross_entropy(batch["targets"], logits, 0.0)
+                return smoothed, plain, tokens
+
+            self._loss_steps[model] = tf.function(batch_losses, input_signature=[batch_spec])
+        return self._loss_steps[model]
+
+    def dev_loss(self, model):
+        """(label-smoothed loss per token, perplexity per token) over the dev split."""
+        step = self._loss_step(model)
+        totals = [0.0, 0.0, 0.0]
+        for batch in token_batches(self.problem.dataset("dev", self.data_dir), self.batch_tokens, _DEV_MAX_LENGTH):
+            for i, value in enumerate(step(batch)):
+                totals[i] += float(value)
+        smoothed, plain, tokens = totals
+        tokens = max(tokens, 1.0)
+        return smoothed / tokens, math.exp(min(plain / tokens, 50.0))
+
+    def dev_score(self, model):
+        """Decodes the first dev sentences with the problem's decoding defaults; (headline name, value)."""
+        pairs = self.problem.text_pairs("dev", self.data_dir)[: self.decode_sentences]
+        sources = [source for source, _ in pairs]
+        references = [reference for _, reference in pairs]
+        hypotheses = decode_texts(sources, model, self.vocabulary, self.problem.decode_settings, self.problem.postprocess,
+                                  progress=False)
+        return self.problem.scorer.headline(self.problem.evaluate(hypotheses, references, sources))
+
+    def __call__(self, step, model):
+        loss, perplexity = self.dev_loss(model)
+        metrics = {"dev_loss": loss, "dev_perplexity": perplexity}
+        if self.decode_sentences > 0:
+            name, value = self.dev_score(model)
+            metrics[f"dev_{name}"] = value
+        with self.writer.as_default(step=step):
+            for name, value in metrics.items():
+                tf.summary.scalar(name, value)
+        self.writer.flush()
+        print(f"step {step} dev: " + "  ".join(f"{k} {v:.4f}" for k, v in metrics.items()), flush=True)
+        return metrics

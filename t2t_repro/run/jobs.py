@@ -1,0 +1,93 @@
+"""What the command-line tools do with a run directory: generate its data, average, decode, export, draw.
+
+Each job reads the run's records (`RunLayout`), rebuilds what it needs (`restore_run`) and hands plain
+objects (model, vocabulary, decode settings) to the layer below, which knows nothing of run directories.
+Decode settings start from the problem's (section 6.1 / 6.3) and the run's max_length; given flags override
+them (`LoadedRun.decode_settings`).
+"""
+
+import os
+import sys
+
+from t2t_repro import catalog
+from t2t_repro.data.text_problem import summary_line
+from t2t_repro.decode.decode_text import decode_file as decode_text_file
+from t2t_repro.decode.decode_text import decode_texts, write_lines
+from t2t_repro.errors import UserError
+from t2t_repro.run.layout import RunLayout
+from t2t_repro.run.restore import restore_run
+from t2t_repro.serve.export import export_saved_model
+from t2t_repro.train.averaging import average_checkpoints
+from t2t_repro.train.checkpoints import checkpoint_step
+from t2t_repro.visualize.attention_maps import compute_attention_maps
+
+
+def generate_data(problem_name, data_dir, tmp_dir=None, manual_dir=None):
+    """Generates (or verifies and reuses) a problem's data; returns the one-line summary."""
+    problem = catalog.get_problem(problem_name)
+    return summary_line(problem.generate_data(data_dir, tmp_dir=tmp_dir, manual_dir=manual_dir))
+
+
+def average(output_dir, num_last=None):
+    """Averages the last `num_last` training checkpoints (default: hparams.checkpoint_average_count, section
+    6.1) into output_dir/averaged; returns the averaged checkpoint's prefix."""
+    layout = RunLayout(output_dir)
+    hparams = layout.load_hparams()
+    num_last = hparams.checkpoint_average_count if num_last is None else num_last
+    return average_checkpoints(layout.checkpoint_dir, layout.averaged_dir, hparams, num_last)
+
+
+def decode_file(output_dir, source_path, target_path, checkpoint=None, batch_size=None, progress=True,
+                **settings_flags):
+    """Decodes a text file with a run; returns (lines decoded, the checkpoint used)."""
+    if not os.path.isfile(source_path):
+        raise UserError(f"{source_path}: no such file")
+    target_dir = os.path.dirname(os.path.abspath(target_path))
+    if not os.path.isdir(target_dir):
+        raise UserError(f"{target_path}: directory {target_dir} does not exist")
+    run = restore_run(output_dir, checkpoint)
+    settings = run.decode_settings(**settings_flags)
+    print(f"decoding {source_path} with {run.checkpoint}", file=sys.stderr, flush=True)
+    count = decode_text_file(source_path, target_path, run.model, run.vocabulary, settings, run.problem.postprocess,
+                             batch_size=batch_size, progress=progress)
+    return count, run.checkpoint
+
+
+def decode_test_split(output_dir, checkpoint=None):
+    """Decodes the test split with the problem's defaults into test_decoded.txt; returns its scores."""
+    run = restore_run(output_dir, checkpoint)
+    pairs = run.problem.text_pairs("test", run.info.data_dir)
+    sources = [source for source, _ in pairs]
+    references = [reference for _, reference in pairs]
+    settings = run.decode_settings()
+    print(f"decoding {len(sources)} test sentences with {os.path.relpath(run.checkpoint, output_dir)} "
+          f"({settings.describe()})", flush=True)
+    hypotheses = decode_texts(sources, run.model, run.vocabulary, settings, run.problem.postprocess)
+    write_lines(run.layout.test_output_file, hypotheses)
+    scores = run.problem.evaluate(hypotheses, references, sources)
+    decode = {"beam_size": settings.beam_size, "alpha": settings.alpha, "extra_length": settings.extra_length}
+    return {**scores, "test_sentences": len(sources), "decode": decode, "checkpoint": run.checkpoint}
+
+
+def export(output_dir, export_dir=None, checkpoint=None, **settings_flags):
+    """Exports a run as a new SavedModel version (default under output_dir/export); returns its path."""
+    run = restore_run(output_dir, checkpoint)
+    settings = run.decode_settings(**settings_flags)
+    metadata = {
+        "problem": run.info.problem,
+        "hparams_set": run.info.hparams_set,
+        "hparams_overrides": run.info.hparams_overrides,
+        "checkpoint": os.path.abspath(run.checkpoint),
+        "step": checkpoint_step(run.checkpoint),
+        "postprocess": run.problem.postprocess_note,
+    }
+    return export_saved_model(run.model, run.vocabulary, settings, export_dir or run.layout.export_dir, metadata)
+
+
+def attention_maps(output_dir, sentence, checkpoint=None, layers=None, **settings_flags):
+    """The attention maps of a run for `sentence` (decoded with the problem's settings, or the flags)."""
+    run = restore_run(output_dir, checkpoint)
+    if layers and not all(1 <= layer <= run.hparams.num_layers for layer in layers):
+        raise UserError(f"--layer={layers}: this model's layers are numbered 1 to {run.hparams.num_layers}")
+    settings = run.decode_settings(**settings_flags)
+    return compute_attention_maps(run.model, run.vocabulary, sentence, settings, run.problem.postprocess)

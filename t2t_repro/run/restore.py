@@ -1,0 +1,48 @@
+"""A trained run rebuilt from its output_dir: problem, vocabulary, hparams and the model with restored weights."""
+
+import dataclasses
+
+import tensorflow as tf
+
+from t2t_repro import catalog
+from t2t_repro.errors import UserError
+from t2t_repro.hparams_type import HParams
+from t2t_repro.model import build_transformer
+from t2t_repro.run.layout import RunInfo, RunLayout
+from t2t_repro.train.checkpoints import restore_model
+
+
+@dataclasses.dataclass
+class LoadedRun:
+    """A trained run ready to decode: its problem, vocabulary, hparams and restored model."""
+
+    layout: RunLayout
+    info: RunInfo
+    hparams: HParams
+    problem: object
+    vocabulary: object
+    model: object
+    checkpoint: str
+
+    def decode_settings(self, **flags):
+        """The problem's decoding defaults with the run's max_length as the longest source, then `flags`
+        (None values: not given) on top."""
+        defaults = self.problem.decode_settings.override(max_input_length=self.hparams.max_length)
+        return defaults.override(**flags)
+
+
+def restore_run(output_dir, checkpoint=None):
+    """Rebuilds the run's model and restores its weights from `checkpoint` (default: the layout's latest)."""
+    layout = RunLayout(output_dir)
+    info = layout.load_info()
+    hparams = layout.load_hparams()
+    problem = catalog.get_problem(info.problem)
+    vocabulary = problem.vocabulary(info.data_dir)
+    checkpoint = checkpoint or layout.latest_checkpoint()
+    if not checkpoint:
+        raise UserError(f"no checkpoint in {output_dir}; train first with t2t-repro-trainer")
+    if not tf.io.gfile.exists(checkpoint + ".index"):
+        raise UserError(f"checkpoint {checkpoint} not found")
+    model = build_transformer(hparams, vocabulary.vocab_size)
+    restore_model(model, checkpoint)
+    return LoadedRun(layout, info, hparams, problem, vocabulary, model, checkpoint)

@@ -1,0 +1,57 @@
+"""A training run from start (or restart) to report: data, records, training with dev evaluation, end of run.
+
+    report = train_run(RunConfig(problem="toy_ende", hparams="transformer_tiny", output_dir="runs/toy"),
+                       TrainingOptions())
+
+Data is generated first when data_dir lacks it. The chief records the run in output_dir (a restart with other
+hparams is refused), trains with dev evaluation every options.eval_steps steps, and ends the run
+(`finish_run`); other workers of a multi-worker run only train.
+"""
+
+import dataclasses
+import os
+
+from t2t_repro import catalog
+from t2t_repro.data.text_problem import summary_line
+from t2t_repro.hparams_type import apply_overrides
+from t2t_repro.run.dev_evaluation import DevEvaluator
+from t2t_repro.run.end_of_run import finish_run
+from t2t_repro.run.layout import RunInfo, RunLayout
+from t2t_repro.train.trainer import Trainer
+
+
+def resolve_hparams(config):
+    """The run's hparams set with its overrides and --train_steps applied."""
+    hparams = apply_overrides(catalog.get_hparams(config.hparams), config.hparams_overrides)
+    if config.train_steps is not None:
+        hparams = dataclasses.replace(hparams, train_steps=config.train_steps)
+    return hparams
+
+
+def train_run(config, options):
+    """Trains the run `config` describes; returns the report (None on workers other than the chief)."""
+    hparams = resolve_hparams(config)
+    problem = catalog.get_problem(config.problem)
+    data_dir = config.resolved_data_dir
+    trainer = Trainer(hparams, problem, options)  # first: it sets up the tf.distribute strategy
+    if not problem.data_ready(data_dir):
+        print(f"generating data for {config.problem} in {data_dir}", flush=True)
+        print(summary_line(problem.generate_data(data_dir, config.tmp_dir, config.manual_dir)), flush=True)
+    layout = RunLayout(config.output_dir)
+    evaluator = None
+    if trainer.chief:
+        info = RunInfo(config.problem, config.hparams, config.hparams_overrides, os.path.abspath(data_dir),
+                       tuple(config.command_line))
+        layout.record(hparams, info)
+        evaluator = DevEvaluator(
+            problem, problem.vocabulary(data_dir), data_dir, hparams.label_smoothing, trainer.micro_batch_tokens,
+            config.eval_decode_sentences, layout.dev_summary_dir,
+        )
+    training = trainer.train(
+        data_dir, layout.checkpoint_dir, layout.train_summary_dir, evaluate=evaluator,
+        description=f"{config.problem} with {config.hparams}",
+    )
+    if not trainer.chief:
+        return None
+    return finish_run(config.output_dir, training, average=not config.skip_average, test=not config.skip_test,
+                      export=not config.skip_export)

@@ -1,0 +1,41 @@
+"""TrainingOptions: how a run trains (devices, batching, checkpoints, logging), declared once with their help.
+
+This module imports no TensorFlow, so that command lines can build their flags from it quickly.
+"""
+
+import dataclasses
+
+from t2t_repro.settings import check_fields, setting
+
+STRATEGIES = ("auto", "mirrored", "multi_worker", "tpu", "one_device")
+
+# Tokens per side one device handles in a micro-batch unless told otherwise. The paper's 8 P100s each held
+# about 25,000 / 8 = 3,125 (section 5.2); 4,096 fits the big model in float32 on any current accelerator, so
+# one GPU accumulates 7 micro-batches to train with the paper's 25,000-token batch, 8 GPUs need none.
+DEFAULT_DEVICE_BATCH_TOKENS = 4096
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingOptions:
+    """How a run trains (devices, batching, checkpoints, logging): the trainer's flags."""
+
+    strategy: str = setting("auto", "auto, mirrored, multi_worker (TF_CONFIG), tpu or one_device", choices=STRATEGIES)
+    tpu: str | None = setting(None, "TPU address for --strategy=tpu")
+    batch_tokens: int | None = setting(None, "global batch per side in tokens (default: the hparams')")
+    device_batch_tokens: int | None = setting(
+        None, f"tokens per side one device handles per micro-batch (default {DEFAULT_DEVICE_BATCH_TOKENS}; "
+        "sets auto accumulation)"
+    )
+    gradient_accumulation: str = setting("auto", "micro-batches per update: auto or a count")
+    # Section 6.1: checkpoints written at 10-minute intervals.
+    checkpoint_minutes: float = setting(10.0, "write a checkpoint this often (section 6.1)", minimum=1e-9)
+    checkpoint_steps: int | None = setting(
+        None, "also write a checkpoint every this many steps (default: train_steps / (4 x averaging count))"
+    )
+    keep_checkpoints: int | None = setting(None, "checkpoints kept (default: the averaging count)")
+    seed: int = setting(1, "seed of initialization, dropout and data order", minimum=0)
+    log_steps: int = setting(100, "print and summarise training every this many steps")
+    eval_steps: int = setting(2000, "evaluate on the dev split every this many steps")
+
+    def __post_init__(self):
+        check_fields(self, "training option")
