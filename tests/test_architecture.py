@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 
 import pytest
 
@@ -55,3 +56,16 @@ def test_no_module_is_over_400_lines():
                         if sum(1 for _ in f) > MAX_LINES:
                             long_files.append(os.path.relpath(path, REPOSITORY))
     assert not long_files
+
+
+def test_a_plain_install_puts_problems_and_hparams_inside_the_package(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path),
+         REPOSITORY], capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    (wheel,) = tmp_path.glob("t2t_repro-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+    assert {"t2t_repro/problems/wmt.py", "t2t_repro/hparams/table3.py", "t2t_repro/run/jobs.py"} <= names
+    assert not any(name.startswith(("problems/", "hparams/")) for name in names)

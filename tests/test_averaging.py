@@ -97,7 +97,7 @@ def test_a_new_average_replaces_the_old_and_a_failed_one_leaves_it_intact(tmp_pa
 
 
 def test_no_checkpoint_is_a_user_error(tmp_path):
-    prepare_output_dir(str(tmp_path), HPARAMS, RunInfo("toy_ende", "test", "", str(tmp_path)))
+    RunLayout(tmp_path).record(HPARAMS, RunInfo("toy_ende", "test", "", str(tmp_path)))
     with pytest.raises(UserError, match="no training checkpoints"):
         average_checkpoints(str(tmp_path))
 
@@ -113,7 +113,7 @@ def test_no_checkpoint_is_a_user_error(tmp_path):
 def test_cli_errors_are_one_line(tmp_path, capsys, argv, message):
     make_run(tmp_path / "run", steps=(5,))
     empty = tmp_path / "empty"
-    prepare_output_dir(str(empty), HPARAMS, RunInfo("toy_ende", "test", "", str(empty)))
+    RunLayout(empty).record(HPARAMS, RunInfo("toy_ende", "test", "", str(empty)))
     paths = dict(run=tmp_path / "run", empty=empty, missing=tmp_path / "missing")
     with pytest.raises(SystemExit) as exit_info:
         avg_cli.main([arg.format(**paths) for arg in argv])

@@ -10,7 +10,7 @@ import pytest
 from t2t_repro.cli import datagen
 from t2t_repro.data import records
 from t2t_repro.errors import UserError
-from t2t_repro.registry import get_problem
+from t2t_repro.catalog import get_problem
 
 PAIRS = [("The house is small.", "Das Haus ist klein."), ("Good morning!", "Guten Morgen!"), ("", "Leer.")] * 4
 

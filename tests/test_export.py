@@ -207,7 +207,7 @@ def test_concurrent_exports_get_distinct_increasing_versions(tmp_path):
 
 
 @pytest.mark.parametrize("flags, message", [
-    ([], "missing --output_dir"),
+    ([], "required: --output_dir"),
     (["--output_dir={missing}"], "not found"),
     (["--output_dir={run}", "--beam_size=0"], "beam_size=0"),
     (["--output_dir={run}", "--checkpoint={run}/checkpoints/ckpt-999"], "ckpt-999 not found"),

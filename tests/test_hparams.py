@@ -1,10 +1,15 @@
+import dataclasses
 import json
 
 import pytest
 
 from t2t_repro import catalog
+from t2t_repro.cli import trainer
+from t2t_repro.cli.common import run_main
 from t2t_repro.errors import UserError
-from t2t_repro.hparams_type import HParams, apply_overrides, parse_overrides
+from t2t_repro.hparams_type import HParams, apply_overrides, field_names, parse_overrides
+from t2t_repro.run.config import RunConfig
+from t2t_repro.train.options import TrainingOptions
 
 
 def test_overrides_are_typed():
@@ -70,3 +75,27 @@ def test_paper_settings():
     assert catalog.get_hparams("transformer_big_enfr").dropout == 0.1
     parsing = catalog.get_hparams("transformer_parsing")
     assert (parsing.num_layers, parsing.d_model) == (4, 1024)
+
+
+def test_trainer_hparams_help_lists_every_field_with_its_help_and_value(capsys):
+
+    assert run_main(trainer._main, ["--hparams=transformer_big", "--hparams_overrides=dropout=0.2",
+                                    "--hparams_help"]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert sorted(lines) == sorted(field_names())
+    assert lines["d_model"].split()[1] == "1024" and "section 3.1" in lines["d_model"]
+    assert lines["dropout"].split()[1] == "0.2"
+
+
+def test_trainer_flags_come_from_the_settings_fields(capsys):
+
+    parser = trainer.build_parser()
+    text = parser.format_help()
+    for settings_class in (RunConfig, TrainingOptions):
+        for field in dataclasses.fields(settings_class):
+            if field.metadata:
+                assert f"--{field.name}" in text
+    assert run_main(trainer._main, ["--problem=toy_ende", "--hparams=transformer_tiny", "--output_dir=x",
+                                    "--checkpoint_steps=0"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "checkpoint_steps=0" in error and "at least 1" in error and "\n" not in error

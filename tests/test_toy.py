@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from t2t_repro import registry
+from t2t_repro import catalog, registry
 from t2t_repro.data import ptb_tree
 from t2t_repro.data.parsing import PHRASE_LABELS, POS_TAGS
 from t2t_repro.data.toy.grammar import Clause, Grammar, NounPhrase, Sentence, sentence_words, write_treebank
@@ -202,8 +202,8 @@ class TinyToyParsing(ToyParsing):
 
 
 def test_problems_are_registered():
-    assert isinstance(registry.get_problem("toy_ende"), ToyEnde)
-    assert isinstance(registry.get_problem("toy_parsing"), ToyParsing)
+    assert isinstance(catalog.get_problem("toy_ende"), ToyEnde)
+    assert isinstance(catalog.get_problem("toy_parsing"), ToyParsing)
     assert registry.description(ToyEnde) and registry.description(ToyParsing)
 
 

@@ -20,7 +20,7 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from t2t_repro import registry  # noqa: E402
+from t2t_repro import catalog  # noqa: E402
 from t2t_repro.cli.common import run_main  # noqa: E402
 from t2t_repro.data.toy.language import detokenize, word_by_word_dictionary  # noqa: E402
 
@@ -69,7 +69,7 @@ def main(argv=None):
     parser.add_argument("--tmp_dir", default=None, help="where the raw corpus is generated (default: data_dir)")
     parser.add_argument("--json", action="store_true", help="one JSON line per baseline")
     args = parser.parse_args(argv)
-    problem = registry.get_problem("toy_ende")
+    problem = catalog.get_problem("toy_ende")
     pairs = load_test_pairs(problem, args.data_dir, args.tmp_dir)
     rows = score_baselines(problem, [s for s, _ in pairs], [r for _, r in pairs])
     for row in rows:

@@ -16,9 +16,9 @@ F1 under EVALB's COLLINS.prm conventions (`t2t_repro.evaluate.evalb`).
 import os
 import re
 
-from t2t_repro.decode_settings import PARSING_DECODE_SETTINGS
 from t2t_repro.data import ptb_tree
 from t2t_repro.data.text_problem import TextPairProblem
+from t2t_repro.decode_settings import PARSING_DECODE_SETTINGS
 from t2t_repro.errors import UserError
 
 WSJ_SECTIONS = {"train": tuple(range(2, 22)), "dev": (22,), "test": (23,)}

@@ -11,9 +11,11 @@ Raw text comes from, in order:
 import itertools
 import os
 
-from t2t_repro.decode_settings import TRANSLATION_DECODE_SETTINGS
+import tensorflow_datasets as tfds
+
 from t2t_repro.data.problem import SPLITS
 from t2t_repro.data.text_problem import TextPairProblem
+from t2t_repro.decode_settings import TRANSLATION_DECODE_SETTINGS
 from t2t_repro.errors import UserError
 
 TFDS_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
@@ -89,8 +91,6 @@ class TranslationProblem(TextPairProblem):
 
     def _tfds_builder(self, tmp_dir):
         """The prepared TFDS builder; a failed download is a UserError saying how to use local files."""
-        import tensorflow_datasets as tfds
-
         try:
             builder = tfds.builder(self.tfds_name, data_dir=tmp_dir)
             builder.download_and_prepare()
@@ -105,8 +105,6 @@ class TranslationProblem(TextPairProblem):
         return builder
 
     def _tfds_pairs(self, split, tmp_dir):
-        import tensorflow_datasets as tfds
-
         builder = self._tfds_builder(tmp_dir)
         dataset = builder.as_dataset(split=TFDS_SPLITS[split], shuffle_files=False)
         for example in tfds.as_numpy(dataset):

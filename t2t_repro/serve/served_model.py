@@ -19,6 +19,10 @@ import os
 
 import numpy as np
 import tensorflow as tf
+import tensorflow_text  # noqa: F401 - registers the SentencePiece ops the exported graph uses
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from tensorflow.core.protobuf import saved_model_pb2
 
 from t2t_repro.errors import UserError
 from t2t_repro.serve import rest_api
@@ -80,9 +84,6 @@ def _servable(name, function):
 
 def _signature_defs_json(version_dir):
     """The SignatureDefs of the serving MetaGraph as protobuf JSON, as TensorFlow Serving's metadata gives them."""
-    from google.protobuf import json_format
-    from tensorflow.core.protobuf import saved_model_pb2
-
     saved_model = saved_model_pb2.SavedModel()
     with open(os.path.join(version_dir, "saved_model.pb"), "rb") as f:
         saved_model.ParseFromString(f.read())
@@ -101,10 +102,6 @@ class ServedModel:
         self.limits = limits
         self.version_dir = latest_version_dir(model_dir)
         self.version = int(os.path.basename(self.version_dir))
-        import tensorflow_text  # noqa: F401 - registers the SentencePiece ops the exported graph uses
-
-        from google.protobuf.message import DecodeError
-
         try:
             self.loaded = tf.saved_model.load(self.version_dir)
             self.signature_defs = _signature_defs_json(self.version_dir)

@@ -1,20 +1,20 @@
 """Pictures of a trained run: attention heat maps (the paper's Figures 3-5) and training curves.
 
-    maps = attention_maps.compute_attention_maps(restore_run(output_dir), "The cat sat on the mat.")
+    maps = attention_maps.compute_attention_maps(model, vocabulary, "The cat sat on the mat.", settings)
     paths = attention_maps.render_attention_maps(maps, out_dir)
     paths = curves.plot_curves(output_dir, out_dir)
 
 Figures are drawn with matplotlib's Agg backend (no display needed) and written as PNG files atomically.
 """
 
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
 from t2t_repro import safe_write
 
 
 def new_figure(width, height):
     """A matplotlib Figure on an Agg canvas, outside pyplot's global state (nothing to close, nothing leaks)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     figure = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(figure)
     return figure

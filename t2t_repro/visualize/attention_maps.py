@@ -25,12 +25,12 @@ import tensorflow as tf
 
 from t2t_repro.decode.transformer_search import beam_decode
 from t2t_repro.errors import UserError
+from t2t_repro.model.transformer import DECODER_SELF_ATTENTION as DECODER_SELF
+from t2t_repro.model.transformer import ENCODER_DECODER_ATTENTION as ENCODER_DECODER
+from t2t_repro.model.transformer import ENCODER_SELF_ATTENTION as ENCODER_SELF
 from t2t_repro.special_tokens import EOS_ID, PAD_ID
 from t2t_repro.visualize import new_figure, save_figure
 
-ENCODER_SELF = "encoder_self_attention"
-DECODER_SELF = "decoder_self_attention"
-ENCODER_DECODER = "encoder_decoder_attention"
 KINDS = (ENCODER_SELF, DECODER_SELF, ENCODER_DECODER)
 _TITLES = {
     ENCODER_SELF: "encoder self-attention",

@@ -11,6 +11,8 @@ writes a new event file and may log some steps again; the value written last win
 import glob
 import os
 
+import tensorflow as tf
+
 from t2t_repro.errors import UserError
 from t2t_repro.visualize import new_figure, save_figure
 
@@ -30,7 +32,6 @@ PANELS = (
 
 def _scalar_value(value):
     """The float in a summary value: TF2 summaries store a tensor, TF1 ones a simple_value."""
-    import tensorflow as tf
 
     if value.HasField("tensor"):
         return float(tf.make_ndarray(value.tensor))
@@ -42,7 +43,6 @@ def read_scalars(log_dir):
     as tf.compat.v1.train.summary_iterator does, without its deprecation warning).
 
     A truncated last record (a run killed while writing) ends that file's reading, keeping what came before."""
-    import tensorflow as tf
 
     by_tag = {}
     paths = sorted(glob.glob(os.path.join(log_dir, "events.out.tfevents.*")), key=os.path.getmtime)

@@ -65,7 +65,7 @@ class DeviceTflops:
 def read_report(path):
     """A run's report.json (or the one in an output_dir), checked for the fields the estimate needs."""
     # Loads TensorFlow: here, not at the top, for the reason given in measured_device_tflops.
-    from t2t_repro.train.run_dir import read_json
+    from t2t_repro.run.layout import read_json
 
     if not os.path.exists(path):
         raise UserError(f"--report={path}: no such file or directory")
