@@ -8,13 +8,13 @@ parallel text files, like wmt_ende with --manual_dir, and toy_parsing is a Parsi
 baselines toy_ende must be far above.
 """
 
-import hashlib
 import os
 import tempfile
 
 from t2t_repro.data.toy import grammar as toy_grammar, language as toy_language, lexicon as toy_lexicon
 from t2t_repro import safe_write
 from t2t_repro.data.parsing import ParsingProblem
+from t2t_repro.data.text_problem import source_digest
 from t2t_repro.data.translation import TranslationProblem
 from t2t_repro.evaluate.scorers import BleuScorer, ParseF1Scorer
 from t2t_repro.registry import register_problem
@@ -28,17 +28,18 @@ def generated_dir(tmp_dir, name):
     return os.path.join(base, name)
 
 
+def generator_digest():
+    """A version of the toy generators: a digest of their source code."""
+    return source_digest([module.__file__ for module in (toy_lexicon, toy_grammar, toy_language)])
+
+
 def build_once(directory, arguments, write):
     """Returns `directory` after building it once: `write(work)` fills a fresh directory beside it, which is
     renamed into place with a stamp naming `arguments` and a hash of the generators' source code. A directory
     with the same stamp is reused at once; anything else there (an interrupted build, one by older code) is
     replaced. If another process publishes the same build meanwhile, that one is kept."""
     directory = os.path.abspath(os.fspath(directory))
-    digest = hashlib.sha256()
-    for module in (toy_lexicon, toy_grammar, toy_language):
-        with open(module.__file__, "rb") as source:
-            digest.update(source.read())
-    stamp = f"{arguments} generator={digest.hexdigest()[:16]}\n"
+    stamp = f"{arguments} generator={generator_digest()}\n"
     if _read_stamp(directory) == stamp:
         return directory
     work = safe_write.temporary_directory_beside(directory)
@@ -69,8 +70,16 @@ def _generate_once(problem, tmp_dir, write):
     return build_once(directory, f"{problem.name} {arguments}", lambda work: write(work, *arguments))
 
 
+class _GeneratedData:
+    """Mixin of the toy problems: their data also depends on the generators' code, so a change there makes
+    `data_version` differ and the problem's data is regenerated (as its raw text is, by `build_once`)."""
+
+    def data_version(self):
+        return dict(super().data_version(), generator=generator_digest())
+
+
 @register_problem
-class ToyEnde(TranslationProblem):
+class ToyEnde(_GeneratedData, TranslationProblem):
     """Embedded EN->DE-like translation made by code: 100K pairs (reordering, agreement, compounds), 8K BPE.
 
     A seeded synthetic language pair (`t2t_repro.data.toy.language`): verb-second and verb-final word order,
@@ -95,7 +104,7 @@ class ToyEnde(TranslationProblem):
 
 
 @register_problem
-class ToyParsing(ParsingProblem):
+class ToyParsing(_GeneratedData, ParsingProblem):
     """Embedded constituency parsing made by code: ~44K Treebank-style trees in the WSJ layout, 4K BPE.
 
     Trees of a seeded probabilistic English grammar (`t2t_repro.data.toy.grammar`): nested subordinate,

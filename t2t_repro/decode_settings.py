@@ -26,6 +26,10 @@ class DecodeSettings:
         minimum=2,
     )
     nbest: int = setting(1, "hypotheses returned per input, best first (at most the beam size)")
+    unfinished_compete: bool = setting(
+        False, "rank hypotheses cut at the maximum length (no EOS) with those that ended with EOS, by score alone; "
+        "by default, as tensor2tensor, cut ones are used only when no hypothesis ended with EOS"
+    )
 
     def __post_init__(self):
         check_fields(self, "decode setting")

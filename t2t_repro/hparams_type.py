@@ -14,7 +14,7 @@ import dataclasses
 import json
 
 from t2t_repro.errors import UserError
-from t2t_repro.settings import check_fields, field_types, parse_value, setting
+from t2t_repro.settings import check_fields, check_interval, field_types, parse_value, setting
 
 _DROPOUT = dict(minimum=0.0)
 
@@ -30,6 +30,10 @@ class HParams:
     num_heads: int = setting(8, "h: attention heads (section 3.2.2)")
     d_k: int = setting(64, "query/key width per head (section 3.2.2)")
     d_v: int = setting(64, "value width per head (section 3.2.2)")
+    attention_bias: bool = setting(
+        False, "biases in the attention projections W^Q, W^K, W^V, W^O: equation 4 (section 3.2.2) and "
+        "tensor2tensor have none; true is the Keras default, and reads checkpoints made before this option"
+    )
     dropout: float = setting(0.1, "P_drop: residual dropout and dropout on embedding sums (section 5.4)", **_DROPOUT)
     attention_dropout: float = setting(0.0, "dropout on attention weights (not in the paper's sets)", **_DROPOUT)
     relu_dropout: float = setting(0.0, "dropout after the feed-forward ReLU (not in the paper's sets)", **_DROPOUT)
@@ -61,10 +65,16 @@ class HParams:
     checkpoint_average_count: int = setting(5, "last checkpoints averaged for evaluation: 5 base, 20 big (section 6.1)")
 
     def __post_init__(self):
+        # Types, finiteness, choices, and integers at least 1 (counts and sizes) come with the fields.
         check_fields(self, "hparams")
-        for name in ("dropout", "attention_dropout", "relu_dropout", "label_smoothing"):
-            if not getattr(self, name) < 1.0:
-                raise UserError(f"hparams {name}={getattr(self, name)}: must be in [0, 1)")
+        probabilities = ("dropout", "attention_dropout", "relu_dropout", "label_smoothing", "adam_beta1", "adam_beta2")
+        check_interval(self, "hparams", probabilities, 0.0, 1.0)
+        check_interval(self, "hparams", ("layer_norm_epsilon", "learning_rate_scale", "adam_epsilon"), 0.0,
+                       low_open=True)
+        check_interval(self, "hparams", ("max_length",), 2)  # one token and EOS
+        if self.position_encoding == "learned" and self.max_position < self.max_length:
+            raise UserError(f"hparams max_position={self.max_position} is below max_length={self.max_length}: "
+                            "learned positions must cover the longest training pair")
 
     def to_dict(self):
         return dataclasses.asdict(self)
@@ -98,6 +108,8 @@ def parse_overrides(text):
         name, raw = (s.strip() for s in item.split("=", 1))
         if name not in types:
             raise UserError(f"unknown hparams key {name!r}; valid keys: {', '.join(field_names())}")
+        if name in values:
+            raise UserError(f"hparams override {name} is given twice; give each key once")
         values[name] = parse_value(f"hparams override {name}", raw, types[name])
     return values
 

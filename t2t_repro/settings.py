@@ -2,11 +2,12 @@
 
 A field made with `setting(default, help, choices)` carries its help text in the dataclass metadata; command
 lines derive their flags from it (`t2t_repro.cli.flags`) and `describe` lists the fields with their values.
-`check_fields` enforces what every settings class promises: choices respected, integers positive unless
-declared otherwise.
+`check_fields` enforces what every settings class promises: values of the declared type, numbers finite,
+choices respected, integers positive unless declared otherwise; `check_interval` states a narrower range.
 """
 
 import dataclasses
+import math
 import typing
 
 from t2t_repro.errors import UserError
@@ -27,21 +28,52 @@ def field_types(cls):
     return types
 
 
+def _of_type(value, kind):
+    """True when `value` is a value of the field type `kind` (an int is a float; a bool is neither)."""
+    if kind is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return not isinstance(kind, type) or isinstance(value, kind)
+
+
 def check_fields(settings, what):
-    """Raises UserError for a field outside its choices or below its minimum (None means "not set")."""
+    """Raises UserError for a field of another type, a number that is NaN or infinite, a value outside its
+    choices or below its minimum (None means "not set")."""
     types = field_types(type(settings))
     for f in dataclasses.fields(settings):
         value = getattr(settings, f.name)
         if value is None or not f.metadata:
             continue
+        kind = types[f.name]
+        if not _of_type(value, kind):
+            raise UserError(f"{what} {f.name}={value!r}: expected a value of type {kind.__name__}")
+        if kind is float and not math.isfinite(value):
+            raise UserError(f"{what} {f.name}={value}: must be a finite number")
         choices = f.metadata.get("choices")
         if choices and value not in choices:
             raise UserError(f"{what} {f.name}={value!r}: must be one of {', '.join(choices)}")
         minimum = f.metadata.get("minimum")
-        if minimum is None and types[f.name] is int:
+        if minimum is None and kind is int:
             minimum = 1
-        if types[f.name] in (int, float) and minimum is not None and value < minimum:
+        if kind in (int, float) and minimum is not None and value < minimum:
             raise UserError(f"{what} {f.name}={value}: must be at least {minimum}")
+
+
+def check_interval(settings, what, names, low, high=math.inf, low_open=False, high_open=True):
+    """Raises UserError for a field of `names` outside the interval from `low` (included unless `low_open`) to
+    `high` (excluded unless `high_open=False`): `check_interval(hparams, "hparams", ["adam_beta1"], 0, 1)`
+    asks for [0, 1)."""
+    for name in names:
+        value = getattr(settings, name)
+        above = low < value if low_open else low <= value
+        below = value < high if high_open else value <= high
+        if not (above and below):
+            if high == math.inf:
+                bound = f"greater than {low:g}" if low_open else f"at least {low:g}"
+            else:
+                bound = f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+            raise UserError(f"{what} {name}={value}: must be {bound}")
 
 
 def parse_value(name, text, kind):

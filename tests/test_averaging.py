@@ -86,7 +86,7 @@ def test_a_new_average_replaces_the_old_and_a_failed_one_leaves_it_intact(tmp_pa
         raise OSError("disk full")
 
     monkeypatch.setattr(tf.train.CheckpointManager, "save", broken_save)
-    with pytest.raises(OSError):
+    with pytest.raises(UserError, match="disk full"):
         average_checkpoints(str(tmp_path), num_last=2)
     monkeypatch.undo()
     np.testing.assert_array_equal(restored_weights(path)[0], saved[400][0])
@@ -94,6 +94,28 @@ def test_a_new_average_replaces_the_old_and_a_failed_one_leaves_it_intact(tmp_pa
 
     path = average_checkpoints(str(tmp_path), num_last=2)
     np.testing.assert_allclose(restored_weights(path)[0], (saved[300][0] + saved[400][0]) / 2, rtol=1e-6)
+
+
+@pytest.mark.parametrize("error", [tf.errors.ResourceExhaustedError(None, None, "x; No space left on device"),
+                                   OSError(28, "No space left on device")])
+def test_a_full_disk_is_a_one_line_error_and_publishes_nothing(tmp_path, capsys, monkeypatch, error):
+    saved = make_run(tmp_path)
+    path = average_checkpoints(str(tmp_path), num_last=1)
+
+    def save_then_fail(self, checkpoint_number=None, **kwargs):
+        with open(os.path.join(self.directory, f"ckpt-{checkpoint_number}.data-00000-of-00001"), "wb") as f:
+            f.write(b"half")
+        raise error
+
+    monkeypatch.setattr(tf.train.CheckpointManager, "save", save_then_fail)
+    with pytest.raises(SystemExit) as exit_info:
+        avg_cli.main([f"--output_dir={tmp_path}", "--num_last=2"])
+    assert exit_info.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "No space left on device" in last and "Traceback" not in last
+    monkeypatch.undo()
+    assert [name for name in os.listdir(tmp_path) if name.startswith(".averaged")] == []
+    np.testing.assert_array_equal(restored_weights(path)[0], saved[400][0])
 
 
 def test_no_checkpoint_is_a_user_error(tmp_path):

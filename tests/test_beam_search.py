@@ -1,6 +1,7 @@
 """Beam search: its logic on a hand-made table of log-probabilities (exhaustive optimality, length penalty, EOS,
-length limit, early stop, n-best order, greedy decoding, batch independence, the state following the beams),
-then on a real tiny Transformer (the cache against recomputation, the maximum lengths)."""
+length limit and how cut hypotheses rank, early stop, n-best order, greedy decoding, batch independence, the
+state following the beams), then on a real tiny Transformer (the cache against recomputation, the maximum
+lengths, the ranking of cut hypotheses through DecodeSettings)."""
 
 import itertools
 import math
@@ -42,17 +43,17 @@ def table_scorer(log_probs):
 
 
 @tf.function
-def _search(log_probs, beam_size, max_lengths, alpha, eos_id=EOS_ID):
+def _search(log_probs, beam_size, max_lengths, alpha, eos_id=EOS_ID, unfinished_compete=False):
     rows = tf.repeat(tf.range(len(log_probs)), beam_size)
     state = {"row": rows, "seen": tf.zeros([len(log_probs) * beam_size, 0], tf.int32)}
     return beam_search(table_scorer(log_probs), tf.fill([len(log_probs)], PAD_ID), beam_size, max_lengths,
-                       log_probs.shape[-1], alpha, states=state, eos_id=eos_id)
+                       log_probs.shape[-1], alpha, states=state, eos_id=eos_id, unfinished_compete=unfinished_compete)
 
 
-def search(log_probs, beam_size, max_lengths, alpha, eos_id=EOS_ID):
+def search(log_probs, beam_size, max_lengths, alpha, eos_id=EOS_ID, unfinished_compete=False):
     """The table's hypotheses [sentences, beam_size, length] and scores, as numpy arrays."""
     ids, scores = _search(tf.constant(log_probs, tf.float32), beam_size, tf.constant(max_lengths, tf.int32), alpha,
-                          eos_id)
+                          eos_id, unfinished_compete)
     return ids.numpy(), scores.numpy()
 
 
@@ -71,6 +72,12 @@ def strip(ids):
     return tuple(int(t) for t in ids if t != PAD_ID)
 
 
+def rank_keys(hypotheses, scores, unfinished_compete):
+    """The key each hypothesis is ranked by, best first when ascending: by default (tensor2tensor's) every one
+    that ended with EOS comes before every one cut at the maximum length, then the higher score."""
+    return [(0 if unfinished_compete or h[-1] == EOS_ID else 1, -score) for h, score in zip(hypotheses, scores)]
+
+
 def test_length_penalty_matches_hand_computation():
     assert length_penalty(1, 0.6) == pytest.approx(1.0)
     assert length_penalty(7, 0.6) == pytest.approx(2.0**0.6)  # (5 + 7) / 6 = 2
@@ -80,8 +87,9 @@ def test_length_penalty_matches_hand_computation():
     np.testing.assert_allclose(length_penalty(tf.constant([1, 7, 13]), 0.6).numpy(), [1.0, 2**0.6, 3**0.6], rtol=1e-6)
 
 
+@pytest.mark.parametrize("unfinished_compete", [False, True])
 @pytest.mark.parametrize("alpha", [0.0, 0.6])
-def test_wide_beam_returns_the_exhaustive_best(alpha):
+def test_wide_beam_returns_the_exhaustive_best(alpha, unfinished_compete):
     # Vocabulary of 5 (PAD, EOS, 2, 3, 4), at most 3 tokens: 1 + 3 + 9 sequences end with EOS and 27 are cut
     # at the maximum length. A beam of 9 never drops an alive prefix, so its 9 must be the exhaustive 9 best.
     log_probs = table(1, 5, seed=3, eos_bias=1.5)
@@ -90,19 +98,22 @@ def test_wide_beam_returns_the_exhaustive_best(alpha):
     sequences = [p + (EOS_ID,) for n in range(max_length) for p in itertools.product(words, repeat=n)]
     sequences += list(itertools.product(words, repeat=max_length))
     exhaustive = reference_scores(log_probs, 0, sequences, alpha)
-    order = np.argsort(-exhaustive, kind="stable")
+    keys = rank_keys(sequences, exhaustive, unfinished_compete)
+    order = sorted(range(len(sequences)), key=keys.__getitem__)
 
-    ids, scores = search(log_probs, 9, [max_length], alpha)
+    ids, scores = search(log_probs, 9, [max_length], alpha, unfinished_compete=unfinished_compete)
     assert [strip(row) for row in ids[0]] == [sequences[i] for i in order[:9]]
     np.testing.assert_allclose(scores[0], exhaustive[order[:9]], rtol=1e-5)
 
 
-def test_nbest_is_ordered_distinct_scored_and_ends_at_eos():
+@pytest.mark.parametrize("unfinished_compete", [False, True])
+def test_nbest_is_ordered_distinct_scored_and_ends_at_eos(unfinished_compete):
     log_probs = table(2, 8, eos_bias=1.0)
-    ids, scores = search(log_probs, 5, [6, 4], 0.6)
+    ids, scores = search(log_probs, 5, [6, 4], 0.6, unfinished_compete=unfinished_compete)
     for sentence, max_length in enumerate([6, 4]):
-        assert np.all(np.diff(scores[sentence]) <= 0)
         hypotheses = [strip(row) for row in ids[sentence]]
+        keys = rank_keys(hypotheses, scores[sentence], unfinished_compete)
+        assert keys == sorted(keys)
         assert len(set(hypotheses)) == 5
         for hypothesis in hypotheses:  # EOS only at the end; no EOS only when cut at the maximum length
             assert EOS_ID not in hypothesis[:-1]
@@ -110,6 +121,38 @@ def test_nbest_is_ordered_distinct_scored_and_ends_at_eos():
         reference = reference_scores(log_probs, sentence, hypotheses, 0.6)
         np.testing.assert_allclose(scores[sentence], reference, rtol=1e-5)
     assert np.any(ids == EOS_ID), "the test should cover hypotheses that end with EOS"
+
+
+# log P(next | previous) over PAD, EOS and the words 2 and 3, for at most two tokens: the likeliest sequence is
+# "2 2" (0.72), cut at the maximum length; the likeliest that ends with EOS is "2 EOS" (0.108).
+CUT_BEATS_EOS = np.log(np.array([[1e-30, 0.05, 0.9, 0.05], [1e-30, 0.3, 0.4, 0.3], [1e-30, 0.12, 0.8, 0.08],
+                                 [1e-30, 0.1, 0.1, 0.8]]))[np.newaxis]
+
+
+@pytest.mark.parametrize("unfinished_compete, expected", [
+    # Default (tensor2tensor): hypotheses that ended with EOS first, the best cut one in the slot left.
+    (False, [(2, EOS_ID), (EOS_ID,), (3, EOS_ID), (2, 2)]),
+    # The option: ranked by score alone, so the likely cut "2 2" beats "2 EOS".
+    (True, [(2, 2), (2, EOS_ID), (2, 3), (EOS_ID,)]),
+])
+def test_a_cut_hypothesis_beats_one_that_ended_with_eos_only_with_the_option(unfinished_compete, expected):
+    ids, scores = search(CUT_BEATS_EOS, 4, [2], 0.0, unfinished_compete=unfinished_compete)
+    hypotheses = [strip(row) for row in ids[0]]
+    assert hypotheses == expected
+    np.testing.assert_allclose(scores[0], reference_scores(CUT_BEATS_EOS, 0, hypotheses, 0.0), rtol=1e-5)
+    best, _ = search(CUT_BEATS_EOS, 1, [2], 0.0, unfinished_compete=unfinished_compete)  # greedy: "2 2"
+    assert strip(best[0, 0]) == (2, 2)
+
+
+def test_with_no_hypothesis_ending_with_eos_the_cut_ones_are_returned_in_both_modes():
+    no_eos = CUT_BEATS_EOS.copy()
+    no_eos[..., EOS_ID] = -np.inf
+    default_ids, default_scores = search(no_eos, 2, [2], 0.6)
+    compete_ids, compete_scores = search(no_eos, 2, [2], 0.6, unfinished_compete=True)
+    assert [strip(row) for row in default_ids[0]] == [(2, 2), (2, 3)]
+    np.testing.assert_array_equal(default_ids, compete_ids)
+    np.testing.assert_allclose(default_scores, compete_scores)
+    assert np.all(np.isfinite(default_scores))
 
 
 def test_maximum_length_is_per_sentence():
@@ -162,7 +205,8 @@ def test_cached_and_uncached_transformer_give_identical_hypotheses_and_scores():
 
 
 @pytest.mark.parametrize(
-    "overrides, lengths", [({}, [5, 9]), ({"position_encoding": "learned", "max_position": 6}, [5, 6])]
+    "overrides, lengths",
+    [({}, [5, 9]), ({"position_encoding": "learned", "max_position": 6, "max_length": 6}, [5, 6])],
 )
 def test_transformer_outputs_are_at_most_input_length_plus_extra_and_max_position(overrides, lengths):
     # eos_id=-1: nothing ends early; real input lengths 2 and 6, extra length 3.
@@ -172,9 +216,25 @@ def test_transformer_outputs_are_at_most_input_length_plus_extra_and_max_positio
     np.testing.assert_array_equal((ids.numpy() != PAD_ID).sum(-1), [[length] * 2 for length in lengths])
 
 
+def test_transformer_search_ranks_cut_hypotheses_as_its_settings_say():
+    model = tiny_model(seed=4)
+    inputs = tf.constant([[4, 5, 6, 1, 0], [7, 3, 9, 10, 1], [8, 1, 0, 0, 0], [2, 2, 1, 0, 0]])
+    settings = DecodeSettings(beam_size=4, alpha=0.6, extra_length=1, nbest=4)
+    results = {}
+    for compete in (False, True):
+        ids, scores = beam_decode(model, inputs, settings.override(unfinished_compete=compete))
+        results[compete] = [[strip(row) for row in sentence] for sentence in ids.numpy()]
+        for hypotheses, sentence_scores in zip(results[compete], scores.numpy()):
+            keys = rank_keys(hypotheses, sentence_scores, compete)
+            assert keys == sorted(keys)
+    differ = [default[0][-1] == EOS_ID and compete[0][-1] != EOS_ID for default, compete in zip(*results.values())]
+    assert any(differ), "the test should cover a sentence whose best cut hypothesis beats those that ended with EOS"
+
+
 def test_compiled_searches_are_kept_per_model_and_search_settings():
     model = tiny_model()
     settings = DecodeSettings(beam_size=2, nbest=2)
+    assert compiled_search(model, settings) is not compiled_search(model, settings.override(unfinished_compete=True))
     assert compiled_search(model, settings) is compiled_search(model, settings.override(max_input_length=8))
     assert compiled_search(model, settings) is not compiled_search(model, settings.override(alpha=0.0))
     assert compiled_search(model, settings) is not compiled_search(model, settings, use_cache=False)

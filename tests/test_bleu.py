@@ -1,6 +1,7 @@
 """The paper's BLEU: sacreBLEU equality, Moses tokenization, compound splitting, and the t2t-repro-bleu CLI."""
 
 import json
+import string
 import subprocess
 import sys
 
@@ -96,6 +97,19 @@ def test_case_matters_only_to_the_cased_figures():
     assert scores["tokenized"] < 100.0
 
 
+def test_uncased_figures_lowercase_all_of_unicode_unlike_multi_bleu_lc():
+    hypotheses, references = ["über den Fluss ."], ["Über den Fluss ."]
+    scores = corpus_bleu(hypotheses, references)
+    assert scores["tokenized_uncased"] == pytest.approx(100.0)
+    # multi-bleu.perl -lc lowercases ASCII only (Perl's lc on undecoded bytes): "Über" stays apart from "über".
+    ascii_lower = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+    multi_bleu_lc = sacrebleu.BLEU(tokenize="none", smooth_method="none", force=True).corpus_score(
+        [line.translate(ascii_lower) for line in hypotheses], [[line.translate(ascii_lower) for line in references]]
+    )
+    assert multi_bleu_lc.score < scores["tokenized_uncased"]
+    assert "Unicode" in scores["uncased_note"] and "multi-bleu.perl -lc" in scores["uncased_note"]
+
+
 def test_compound_split_is_german_only():
     scores = corpus_bleu(["Le chat-huant dort ."], ["Le chat-huant dort ."], lang="fr")
     assert scores["tokenized"] == pytest.approx(100.0)
@@ -125,12 +139,16 @@ def test_cli_equals_the_sacrebleu_command_line(files):
     assert ours.returncode == 0 and theirs.returncode == 0, ours.stderr + theirs.stderr
     assert ours.stdout.splitlines()[0] == theirs.stdout.strip()
     assert "compound split" in ours.stdout
+    uncased_rows = [line for line in ours.stdout.splitlines() if line.startswith("tokenized") and "uncased" in line]
+    assert len(uncased_rows) == 2 and all("Unicode" in row for row in uncased_rows)
+    assert corpus_bleu(HYPOTHESES, REFERENCES)["uncased_note"] in ours.stdout
 
     ours_json = json.loads(_run("t2t_repro.cli.bleu", f"--translation={hyp}", f"--reference={ref}", "--json").stdout)
     theirs_json = json.loads(_run("sacrebleu", str(ref), "-i", str(hyp), "-w", "4").stdout)
     assert round(ours_json["sacrebleu"], 4) == theirs_json["score"]
     assert ours_json["signature"] == theirs_json["signature"]
-    for key in ("sacrebleu", "signature", "tokenized", "tokenized_compound_split", "tokenized_uncased"):
+    for key in ("sacrebleu", "signature", "tokenized", "tokenized_compound_split", "tokenized_uncased",
+                "uncased_note"):
         assert key in ours_json
 
 

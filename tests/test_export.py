@@ -81,7 +81,8 @@ def test_exporter_writes_version_1_with_its_settings(exported_model, serving_run
     metadata = export.read_export_metadata(exported_model)
     assert metadata["problem"] == "wmt_ende"
     # max_input_length defaults to the run's hparams.max_length, as in t2t-repro-decoder.
-    assert metadata["decode"] == {"beam_size": 4, "alpha": 0.6, "extra_length": 6, "max_input_length": 32}
+    assert metadata["decode"] == {"beam_size": 4, "alpha": 0.6, "extra_length": 6, "max_input_length": 32,
+                                  "unfinished_compete": False}
     assert metadata["checkpoint"] == str(serving_run / "checkpoints" / "ckpt-1") and metadata["step"] == 1
     data_dir = json.loads((serving_run / "run.json").read_text())["data_dir"]
     vocab_model = os.path.join(data_dir, "wmt_ende", "vocab.model")
@@ -168,9 +169,24 @@ def test_second_export_is_version_2_and_a_failed_one_leaves_nothing(exported_mod
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(tf.saved_model, "save", save_then_fail)
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(UserError, match="No space left"):
         jobs.export(str(serving_run), export_dir=str(base), extra_length=2)
     assert sorted(os.listdir(base)) == ["1", "2"]
+
+
+def test_a_full_disk_is_a_one_line_error_of_the_exporter(serving_run, tmp_path, monkeypatch, capsys):
+    def save_then_fail(module, directory, signatures=None):
+        with open(os.path.join(directory, "saved_model.pb"), "wb") as f:
+            f.write(b"half")
+        raise tf.errors.ResourceExhaustedError(None, None, "saved_model.pb; No space left on device")
+
+    monkeypatch.setattr(tf.saved_model, "save", save_then_fail)
+    base = tmp_path / "export"
+    status = run_main(exporter._main, [f"--output_dir={serving_run}", f"--export_dir={base}", "--extra_length=2"])
+    assert status == 2
+    stderr = capsys.readouterr().err
+    assert "Traceback" not in stderr and "No space left on device" in stderr.strip().splitlines()[-1]
+    assert os.listdir(base) == []
 
 
 def test_interrupted_or_failing_writes_publish_no_version(tmp_path):

@@ -9,6 +9,7 @@ from t2t_repro.cli.common import run_main
 from t2t_repro.errors import UserError
 from t2t_repro.hparams_type import HParams, apply_overrides, field_names, parse_overrides
 from t2t_repro.run.config import RunConfig
+from t2t_repro.settings import field_types
 from t2t_repro.train.options import TrainingOptions
 
 
@@ -99,3 +100,53 @@ def test_trainer_flags_come_from_the_settings_fields(capsys):
                                     "--checkpoint_steps=0"]) == 2
     error = capsys.readouterr().err.strip()
     assert "checkpoint_steps=0" in error and "at least 1" in error and "\n" not in error
+
+
+NUMBERS = [name for name, kind in field_types(HParams).items() if kind in (int, float)]
+
+
+@pytest.mark.parametrize("name", NUMBERS)
+def test_every_number_has_a_range_and_must_be_finite(name):
+    base = catalog.get_hparams("transformer_base")
+    kind = field_types(HParams)[name]
+    bad = [-1, 0] if kind is int else [-1.0, float("nan"), float("inf"), -float("inf")]
+    for value in bad:
+        with pytest.raises(UserError, match=f"hparams {name}="):
+            dataclasses.replace(base, **{name: value})
+
+
+@pytest.mark.parametrize("override, message", [
+    ("adam_beta1=2", r"adam_beta1=2.0: must be in \[0, 1\)"),
+    ("adam_beta2=1", r"adam_beta2=1.0: must be in \[0, 1\)"),
+    ("label_smoothing=1", r"label_smoothing=1.0: must be in \[0, 1\)"),
+    ("learning_rate_scale=0", "learning_rate_scale=0.0: must be greater than 0"),
+    ("layer_norm_epsilon=-1e-6", "layer_norm_epsilon=-1e-06: must be greater than 0"),
+    ("adam_epsilon=0", "adam_epsilon=0.0: must be greater than 0"),
+    ("max_length=1", "max_length=1: must be at least 2"),
+    ("warmup_steps=0", "warmup_steps=0: must be at least 1"),
+    ("dropout=nan", "dropout=nan: must be a finite number"),
+    ("position_encoding=learned,max_position=100", "max_position=100 is below max_length=256"),
+])
+def test_out_of_range_overrides_are_refused(override, message):
+    with pytest.raises(UserError, match=message):
+        apply_overrides(catalog.get_hparams("transformer_base"), override)
+
+
+def test_a_key_given_twice_is_refused():
+    with pytest.raises(UserError, match="num_layers is given twice"):
+        parse_overrides("num_layers=2,dropout=0.2,num_layers=3")
+
+
+def test_saved_values_of_the_wrong_type_are_refused():
+    with pytest.raises(UserError, match="num_layers='six': expected a value of type int"):
+        HParams.from_dict({"num_layers": "six"})
+    with pytest.raises(UserError, match="shared_embedding='yes': expected a value of type bool"):
+        HParams.from_dict({"shared_embedding": "yes"})
+    with pytest.raises(UserError, match="num_layers=True: expected a value of type int"):
+        HParams.from_dict({"num_layers": True})
+    assert HParams.from_dict({"dropout": 0}).dropout == 0  # an integer is a float
+
+
+def test_every_registered_set_is_in_range():
+    for name in catalog.HPARAMS.names():
+        assert dataclasses.replace(catalog.get_hparams(name)) == catalog.get_hparams(name)

@@ -67,6 +67,70 @@ def test_attention_returns_its_weights_and_extends_its_cache():
     assert cache["k"].shape == (1, 2, 4, 3) and weights.shape == (1, 2, 1, 4)
 
 
+FEATURES = {"inputs": tf.constant([[5, 6, 1]]), "targets": tf.constant([[7, 1]])}
+
+
+def built_model(**overrides):
+    model = tiny_model(**overrides)
+    model(FEATURES)
+    return model
+
+
+def test_attention_projections_have_no_biases_as_in_equation_4():
+    # Section 3.2.2, equation 4: head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V), MultiHead = Concat(...) W^O.
+    attention = [w for w in built_model().weights if "attention/" in w.path]
+    assert attention and all(w.path.endswith("kernel") for w in attention)
+    h = TINY
+    per_attention = h.d_model * h.num_heads * (2 * h.d_k + h.d_v) + h.num_heads * h.d_v * h.d_model
+    assert sum(int(np.prod(w.shape)) for w in attention) == 3 * h.num_layers * per_attention
+
+
+# Checkpoint variables of tiny_model(num_layers=1), as the model stored them before the attention biases became
+# an option (the Keras Dense default), keyed without "model/" and "/.ATTRIBUTES/VARIABLE_VALUE".
+LAYOUT_WITH_ATTENTION_BIASES = {
+    **{f"{stack}/0/{connection}_connection/norm/{part}": (16,) for stack, connection in [
+        ("decoder_layers", "self_attention"), ("decoder_layers", "cross_attention"), ("decoder_layers", "feed_forward"),
+        ("encoder_layers", "attention"), ("encoder_layers", "feed_forward")] for part in ("beta", "gamma")},
+    "decoder_layers/0/cross_attention/kv_dense/_kernel": (16, 40),
+    "decoder_layers/0/cross_attention/kv_dense/bias": (40,),
+    "decoder_layers/0/cross_attention/output_dense/_kernel": (24, 16),
+    "decoder_layers/0/cross_attention/output_dense/bias": (16,),
+    "decoder_layers/0/cross_attention/q_dense/_kernel": (16, 16),
+    "decoder_layers/0/cross_attention/q_dense/bias": (16,),
+    "decoder_layers/0/self_attention/output_dense/_kernel": (24, 16),
+    "decoder_layers/0/self_attention/output_dense/bias": (16,),
+    "decoder_layers/0/self_attention/qkv_dense/_kernel": (16, 56),
+    "decoder_layers/0/self_attention/qkv_dense/bias": (56,),
+    "encoder_layers/0/self_attention/output_dense/_kernel": (24, 16),
+    "encoder_layers/0/self_attention/output_dense/bias": (16,),
+    "encoder_layers/0/self_attention/qkv_dense/_kernel": (16, 56),
+    "encoder_layers/0/self_attention/qkv_dense/bias": (56,),
+    **{f"{stack}/0/feed_forward/{part}": shape for stack in ("decoder_layers", "encoder_layers") for part, shape in [
+        ("inner/_kernel", (16, 32)), ("inner/bias", (32,)), ("outer/_kernel", (32, 16)), ("outer/bias", (16,))]},
+    "source_embedding/embeddings": (50, 16),
+}
+
+
+def _checkpoint_layout(model, directory):
+    path = tf.train.Checkpoint(model=model).save(str(directory / "ckpt"))
+    return {name[len("model/"): -len("/.ATTRIBUTES/VARIABLE_VALUE")]: tuple(shape)
+            for name, shape in tf.train.list_variables(path) if name.startswith("model/")}, path
+
+
+def test_attention_bias_option_keeps_the_layout_of_earlier_checkpoints(tmp_path):
+    with_biases = built_model(num_layers=1, attention_bias=True)
+    assert with_biases.count_params() == sum(int(np.prod(shape)) for shape in LAYOUT_WITH_ATTENTION_BIASES.values())
+    layout, path = _checkpoint_layout(with_biases, tmp_path / "with")
+    assert layout == LAYOUT_WITH_ATTENTION_BIASES
+    restored = built_model(num_layers=1, attention_bias=True)
+    tf.train.Checkpoint(model=restored).restore(path).assert_consumed()
+    np.testing.assert_allclose(restored(FEATURES).numpy(), with_biases(FEATURES).numpy(), atol=1e-6)
+    # The paper's default differs from that layout by exactly the attention biases: 2 encoder, 5 decoder.
+    without, _ = _checkpoint_layout(built_model(num_layers=1), tmp_path / "without")
+    biases = {name for name in layout if "attention/" in name and name.endswith("/bias")}
+    assert len(biases) == 7 and without == {name: shape for name, shape in layout.items() if name not in biases}
+
+
 def test_layer_norm_equals_keras_layer_norm_with_gradients():
     ours = LayerNormalization(epsilon=1e-6)
     theirs = keras.layers.LayerNormalization(epsilon=1e-6)
@@ -170,6 +234,7 @@ def test_dropout_is_active_only_in_training():
 
 LAYERS = [
     (MultiHeadAttention(num_heads=2, d_k=3, d_v=5, d_model=8, attention_dropout=0.1, self_attention=False), None),
+    (MultiHeadAttention(num_heads=2, d_k=3, d_v=5, d_model=8, use_bias=True), None),
     (TokenEmbedding(vocab_size=20, d_model=8), None),
     (PositionEncoding(d_model=8, kind="learned", max_position=30), None),
     (FeedForward(d_model=8, d_ff=16, relu_dropout=0.2), None),

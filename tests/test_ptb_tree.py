@@ -1,5 +1,7 @@
 """Penn Treebank trees: reading .mrg files, clean-up, the linearisation round trip and repair of bad output."""
 
+import logging
+
 import pytest
 
 from t2t_repro.data import ptb_tree
@@ -73,6 +75,34 @@ def test_malformed_file_error_names_file_and_line(tmp_path, text, line, message)
     with pytest.raises(UserError, match=message) as error:
         ptb_tree.read_trees(path)
     assert f"{path}:{line}:" in str(error.value)
+
+
+def test_invalid_utf8_is_replaced_with_a_warning_naming_file_and_line(tmp_path, caplog):
+    path = tmp_path / "latin1.mrg"
+    path.write_bytes(b"( (S (NP (NN tea))\n  (VP (VB y))) )\n( (S (NP (NN caf\xe9)) (VP (VB y))) )\n")
+    with caplog.at_level(logging.WARNING, logger="t2t_repro"):
+        trees = ptb_tree.read_treebank_file(path)
+    assert trees[1].words() == ["caf\ufffd", "y"]  # reading goes on
+    assert f"{path}:3: invalid UTF-8 (byte 0xe9 at column 17)" in caplog.text
+    assert len(caplog.records) == 1
+    assert list(ptb_tree.iter_lines(path, errors="surrogateescape"))[2].encode("utf-8", "surrogateescape") == \
+        b"( (S (NP (NN caf\xe9)) (VP (VB y))) )"
+
+
+def test_deep_trees_read_clean_and_linearise_without_recursion(tmp_path):
+    depth = 20_000  # was a RecursionError in clean_tree
+    path = tmp_path / "deep.mrg"
+    path.write_text("( " + "(S-1 " * depth + "(NN a) (-NONE- *) (NN b)" + ")" * depth + " )\n")
+    (tree,) = ptb_tree.read_treebank_file(path)
+    tokens = linearise(tree)
+    assert tree.words() == ["a", "b"] and len(tokens) == 2 * depth + 2 and tokens[0] == "(S"
+    assert delinearise(tokens, ["a", "b"]).to_ptb() == tree.to_ptb()
+
+
+def test_escaped_ptb_string_keeps_brackets_inside_words_and_labels_out_of_the_structure():
+    tree = Tree("S", [Tree.preterminal("NN", ":("), Tree("X)", [Tree.preterminal("-LRB-", "(")])])
+    assert tree.to_ptb() == "(S (NN :() (X) (-LRB- ()))"
+    assert tree.to_ptb(escape=True) == "(S (NN :-LRB-) (X-RRB- (-LRB- -LRB-)))"
 
 
 def test_missing_file_is_a_user_error(tmp_path):

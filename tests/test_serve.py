@@ -7,6 +7,7 @@ import json
 import os
 import selectors
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -166,6 +167,9 @@ def _long_text():
     ("GET", PREDICT, None, {}, 405, "use POST"),
     ("POST", "/v1/models/wmt_ende", {"instances": ["a"]}, {}, 405, "use GET"),
     ("DELETE", "/v1/models/wmt_ende", None, {}, 405, "not allowed"),
+    ("POST", PREDICT, b"[" * 2000 + b"]" * 2000, {}, 400, "nested too deeply"),
+    ("POST", PREDICT, b'{"instances": ' + b"[" * 1500 + b"]" * 1500 + b"}", {}, 400, "nested too deeply"),
+    ("OPTIONS", "/v1/models/wmt_ende", None, {}, 501, "Unsupported method ('OPTIONS')"),
 ])
 def test_bad_requests_get_a_clear_error_and_the_server_goes_on(server, sentences, direct, method, path, body,
                                                                headers, status, message):
@@ -174,6 +178,34 @@ def test_bad_requests_get_a_clear_error_and_the_server_goes_on(server, sentences
     assert set(answer) == {"error"} and message in answer["error"], answer
     status, answer = _request(server, "POST", PREDICT, {"instances": [sentences[0]]})
     assert status == 200 and answer["predictions"][0]["outputs"] == direct[sentences[0]][0]
+
+
+@pytest.mark.parametrize("request_bytes, status, message", [
+    (b"GET /v1/models/wmt_ende extra HTTP/1.1\r\n\r\n", 400, "Bad request syntax"),
+    (b"GET /v1/models/wmt_ende HTTP/1.1\r\nX-Long: " + b"x" * 70000 + b"\r\n\r\n", 431, "Line too long"),
+    (b"GET /" + b"x" * 70000 + b" HTTP/1.1\r\n\r\n", 414, "Request-URI Too Long"),
+])
+def test_errors_of_the_http_layer_are_json_too(server, request_bytes, status, message):
+    with socket.create_connection(("127.0.0.1", server.port), timeout=60) as connection:
+        connection.sendall(request_bytes)
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.split(b"\r\n")[0].startswith(f"HTTP/1.1 {status} ".encode()), head
+    assert b"Content-Type: application/json" in head and b"Connection: close" in head
+    error = json.loads(body.decode("utf-8"))
+    assert set(error) == {"error"} and message in error["error"], error
+    status, answer = _request(server, "GET", "/v1/models/wmt_ende")
+    assert status == 200
+
+
+def test_loading_an_export_prints_no_sentencepiece_log_line(exported_model, capfd):
+    capfd.readouterr()
+    ServedModel(str(exported_model.parent), LIMITS, warm_up=False).close()
+    printed = capfd.readouterr()
+    assert "normalizer.cc" not in printed.err and "LOG(INFO)" not in printed.err, printed.err
+    assert "normalizer.cc" not in printed.out
 
 
 def test_missing_content_length_is_refused(server):
@@ -259,6 +291,7 @@ def test_serve_cli_starts_answers_and_stops_on_sigterm(exported_model):
     (["--model_dir={missing}"], "does not exist"),
     (["--model_dir={empty}"], "holds no version directory"),
     (["--model_dir={corrupt}"], "cannot load the SavedModel"),
+    (["--model_dir={corrupt}/3/saved_model.pb"], "is a file, not an export directory"),
     (["--model_dir={model}", "--max_batch_size=0"], "--max_batch_size=0"),
 ])
 def test_serve_cli_errors_are_one_line(exported_model, tmp_path, capsys, flags, message):
@@ -273,8 +306,6 @@ def test_serve_cli_errors_are_one_line(exported_model, tmp_path, capsys, flags, 
 
 
 def test_serve_cli_refuses_a_port_in_use(exported_model, capsys):
-    import socket
-
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)

@@ -12,6 +12,7 @@ from t2t_repro.data.parsing import PHRASE_LABELS, POS_TAGS
 from t2t_repro.data.toy.grammar import Clause, Grammar, NounPhrase, Sentence, sentence_words, write_treebank
 from t2t_repro.data.toy.language import GermanRealiser, detokenize, word_by_word_dictionary, write_toy_corpus
 from t2t_repro.data.toy.lexicon import build_lexicon
+from t2t_repro.problems import toy
 from t2t_repro.problems.toy import STAMP_FILE, ToyEnde, ToyParsing
 
 SMALL = {"num_train": 1500, "num_dev": 100, "num_test": 200}
@@ -236,3 +237,16 @@ def test_generated_text_is_built_once_and_rebuilt_when_incomplete(tmp_path):
     os.remove(os.path.join(directory, STAMP_FILE))  # as an interrupted build leaves it
     problem.raw_text_dir(tmp_path, None)
     assert len(_lines(train)) == 300 and sorted(os.listdir(tmp_path)) == ["toy_ende_seed1"]
+
+
+def test_toy_data_is_regenerated_when_the_generators_change(tmp_path, monkeypatch):
+    problem = TinyToyEnde()
+    data_dir, tmp_dir = tmp_path / "data", tmp_path / "tmp"
+    problem.generate_data(data_dir, tmp_dir=tmp_dir)
+    assert problem.data_ready(data_dir)
+    assert problem.metadata(data_dir)["data_version"]["generator"] == toy.generator_digest()
+    monkeypatch.setattr(toy, "generator_digest", lambda: "edited-generator")
+    assert not problem.data_ready(data_dir)
+    assert problem.generate_data(data_dir, tmp_dir=tmp_dir)["reused"] is False
+    assert problem.metadata(data_dir)["data_version"]["generator"] == "edited-generator"
+    assert problem.generate_data(data_dir, tmp_dir=tmp_dir)["reused"] is True

@@ -1,5 +1,7 @@
 """The WMT14 problems end to end: offline through TFDS mock data, and from local parallel text files."""
 
+import os
+
 import numpy as np
 import pytest
 import tensorflow_datasets as tfds
@@ -133,3 +135,16 @@ def test_evaluate_reports_bleu_against_the_target_language():
     scores = problem.evaluate(hypotheses, hypotheses, ["The house is small.", "Good morning!"])
     assert scores["bleu"]["sacrebleu"] == pytest.approx(100.0)
     assert problem.postprocess("Das Haus", "The house") == "Das Haus"
+
+
+def test_local_files_keep_crlf_lines_and_name_the_line_that_is_not_utf8(tmp_path):
+    manual = tmp_path / "manual"
+    _write_parallel(manual, "en", "de", TRAIN, DEV, TEST)
+    (manual / "dev.en").write_bytes(b"I like tea.\r\nWhere is the station?\r\n")
+    problem = get_problem("wmt_ende")
+    problem.generate_data(tmp_path / "data", manual_dir=manual)
+    assert problem.text_pairs("dev", tmp_path / "data") == DEV
+    (manual / "train.de").write_bytes((manual / "train.de").read_bytes().replace(b"Stra\xc3\x9fe", b"Stra\xdfe"))
+    with pytest.raises(UserError, match=rf"{manual / 'train.de'}:3: not UTF-8 text \(byte 0xdf"):
+        problem.generate_data(tmp_path / "other", manual_dir=manual)
+    assert os.listdir(tmp_path / "other") == []

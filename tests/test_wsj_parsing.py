@@ -1,4 +1,10 @@
-"""The WSJ parsing problems end to end on a tiny fixture treebank: data generation, vocabulary, scoring."""
+"""The WSJ parsing problems end to end on a tiny fixture treebank: data generation, vocabulary, scoring, and
+the test-split files a run leaves for EVALB."""
+
+import json
+import subprocess
+import sys
+import types
 
 import pytest
 
@@ -7,6 +13,8 @@ from t2t_repro.decode_settings import PARSING_DECODE_SETTINGS
 from t2t_repro.evaluate.scorers import ParseF1Scorer
 from t2t_repro.errors import UserError
 from t2t_repro.problems.wsj_parsing import WsjParsing, WsjParsingSemisup
+from t2t_repro.run import jobs
+from t2t_repro.run.layout import RunLayout
 
 TEMPLATES = [
     "( (S (NP-SBJ (NNP {a})) (VP (VBZ sees) (NP (DT the) (NN {b}))) (. .)) )",
@@ -117,3 +125,64 @@ def test_semisupervised_adds_silver_trees_to_train(tmp_path, treebank):
     summary = TinySemisup().generate_data(tmp_path / "data", None, treebank)
     assert summary["splits"]["train"]["examples"] == 42
     assert summary["splits"]["test"]["examples"] == 2
+
+
+def test_a_tree_nested_20000_deep_does_not_stop_datagen(tmp_path, treebank):
+    deep = "( " + "(S " * 20_000 + "(NN a) (NN b)" + ")" * 20_000 + " )\n"
+    with open(treebank / "02" / "wsj_0201.mrg", "a") as f:
+        f.write(deep)
+    summary = TinyWsj().generate_data(tmp_path / "data", tmp_path / "tmp", treebank)
+    assert summary["splits"]["train"]["examples"] == 40  # read, then dropped as far too long for training
+    assert summary["splits"]["train"]["dropped_too_long"] == 1
+
+
+def _evalb_cli(gold, test):
+    result = subprocess.run([sys.executable, "-m", "t2t_repro.cli.evalb", f"--gold={gold}", f"--test={test}",
+                             "--json"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_test_split_leaves_canonical_gold_and_decoded_files_that_evalb_scores_as_the_report(
+        tmp_path, treebank, monkeypatch):
+    problem = TinyWsj()
+    problem.generate_data(tmp_path / "data", tmp_path / "tmp", treebank)
+    pairs = problem.text_pairs("test", tmp_path / "data")
+    out = tmp_path / "run"
+    out.mkdir()
+    run = types.SimpleNamespace(
+        problem=problem, info=types.SimpleNamespace(data_dir=tmp_path / "data"), model=None, vocabulary=None,
+        decode_settings=lambda: PARSING_DECODE_SETTINGS, layout=RunLayout(out), checkpoint=str(out / "ckpt-1"))
+    # A truncated output (repaired onto the words) and a failed one (nothing).
+    hypotheses = [problem.postprocess(" ".join(pairs[0][1].split()[:6]), pairs[0][0]), ""]
+    monkeypatch.setattr(jobs, "restore_run", lambda output_dir, checkpoint: run)
+    monkeypatch.setattr(jobs, "decode_texts", lambda sources, *args: hypotheses)
+    report = jobs.decode_test_split(out)
+
+    gold = (out / "test_gold.txt").read_text().splitlines()
+    decoded = (out / "test_decoded.txt").read_text().splitlines()
+    assert gold == [problem.postprocess(target, source) for source, target in pairs]  # one tree a line
+    assert decoded == [hypotheses[0], ""]
+    figures = _evalb_cli(out / "test_gold.txt", out / "test_decoded.txt")
+    assert (report["skip_sentences"], report["sentences"]) == (1, 2)
+    for key in ("f1", "precision", "recall", "matched_brackets", "gold_brackets", "test_brackets",
+                "skip_sentences", "error_sentences", "tagging_accuracy"):
+        assert report[key] == figures[key], key
+
+
+def test_scorer_figures_equal_evalb_on_its_files_for_any_tree_strings(tmp_path):
+    # A linearised hypothesis over a source word "(" (written escaped, as -LRB-), and a PTB string with the
+    # bare outer pair (kept: evalb.c scores it as a bracket labelled "").
+    sources = ["John ( runs", "Mary sleeps"]
+    references = ["(S (NP NNP )NP -LRB- (VP VBZ )VP )S", "(S (NP NNP )NP (VP VBZ )VP )S"]
+    hypotheses = ["(S (NP NNP )NP -LRB- (VP VBZ )VP )S", "( (S (NNP Mary) (VP (VBZ sleeps))) )"]
+    scorer = ParseF1Scorer()
+    files = scorer.evaluation_files(hypotheses, references, sources)
+    assert files["decoded"] == ["(S (NP (NNP John)) (-LRB- -LRB-) (VP (VBZ runs)))",
+                                "( (S (NNP Mary) (VP (VBZ sleeps))))"]
+    for name, lines in files.items():
+        (tmp_path / name).write_text("".join(line + "\n" for line in lines))
+    scores = scorer(hypotheses, references, sources)
+    # Gold S, NP, VP twice = 6; test S, NP, VP + "", S, VP = 6; matched S, NP, VP + S, VP = 5.
+    assert (scores["matched_brackets"], scores["gold_brackets"], scores["test_brackets"]) == (5, 6, 6)
+    assert scores == _evalb_cli(tmp_path / "gold", tmp_path / "decoded")

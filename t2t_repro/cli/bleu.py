@@ -3,7 +3,8 @@
     t2t-repro-bleu --translation=newstest2014.decoded.de --reference=newstest2014.de [--lang=de] [--json]
 
 The first line is what `sacrebleu REFERENCE -i TRANSLATION -f text` prints (score and signature); the
-others are the tokenized BLEU of the paper's Table 2 (Moses tokenization, cased, compound splitting for German).
+others are the tokenized BLEU of the paper's Table 2 (Moses tokenization, cased, compound splitting for German),
+its uncased variants (Unicode lowercasing, unlike multi-bleu.perl -lc: the last line says so).
 """
 
 import json
@@ -22,20 +23,20 @@ def build_parser():
 
 
 def format_report(scores):
-    """The human-readable report: the sacreBLEU line, then the tokenized figures."""
+    """The human-readable report: the sacreBLEU line, the tokenized figures, then how uncased ones lowercase."""
     lines = [scores["sacrebleu_text"]]
     rows = [
         ("tokenized BLEU (Moses, cased)", scores["tokenized"]),
-        ("tokenized BLEU (Moses, uncased)", scores["tokenized_uncased"]),
+        ("tokenized BLEU (Moses, uncased, Unicode*)", scores["tokenized_uncased"]),
     ]
     if scores["tokenized_compound_split"] is not None:
         rows += [
             ("tokenized BLEU, compound split (paper, cased)", scores["tokenized_compound_split"]),
-            ("tokenized BLEU, compound split (uncased)", scores["tokenized_compound_split_uncased"]),
+            ("tokenized BLEU, compound split (uncased, Unicode*)", scores["tokenized_compound_split_uncased"]),
         ]
     width = max(len(name) for name, _ in rows)
     lines += [f"{name.ljust(width)} = {value:.2f}" for name, value in rows]
-    return "\n".join(lines)
+    return "\n".join([*lines, f"* {scores['uncased_note']}"])
 
 
 def _main(argv):

@@ -21,6 +21,7 @@ which EVALB does not score.
 """
 
 import dataclasses
+import logging
 import os
 import re
 
@@ -33,6 +34,7 @@ EMPTY_ELEMENT_TAG = "-NONE-"
 # no tag for, so EVALB drops them from test trees as it does from gold trees.
 PUNCTUATION_TAGS = {",": ",", ".": ".", "?": ".", "!": ".", ":": ":", ";": ":", "--": ":", "...": ":",
                     "``": "``", "''": "''"}
+logger = logging.getLogger(__name__)
 _TOKEN = re.compile(r"\(|\)|[^\s()]+")
 _FUNCTION_TAG_SEPARATOR = re.compile(r"[-=]")
 
@@ -61,8 +63,11 @@ class Tree:
     def tags(self):
         return [tag for tag, _ in self.preterminals()]
 
-    def to_ptb(self):
-        """The one-line Penn Treebank string, e.g. "(S (NP (NNP John)) (VP (VBZ runs)))"."""
+    def to_ptb(self, escape=False):
+        """The one-line Penn Treebank string, e.g. "(S (NP (NNP John)) (VP (VBZ runs)))". With `escape`, a
+        bracket inside a label or word is written as the Treebank writes one, -LRB- or -RRB-, so that the line
+        reads back (by EVALB too) with the same structure."""
+        text = _escape_brackets if escape else str
         parts = []
         for event, node in walk(self):
             if event == CLOSE:
@@ -70,7 +75,8 @@ class Tree:
                 continue
             if parts:
                 parts.append(" ")
-            parts.append(f"({node.label}" if event == OPEN else f"({node.label} {node.children[0]})")
+            label = text(node.label)
+            parts.append(f"({label}" if event == OPEN else f"({label} {text(node.children[0])})")
         return "".join(parts)
 
     def __str__(self):
@@ -78,6 +84,10 @@ class Tree:
 
 
 OPEN, LEAF, CLOSE = "open", "leaf", "close"
+
+
+def _escape_brackets(text):
+    return text.replace("(", "-LRB-").replace(")", "-RRB-")
 
 
 def walk(tree):
@@ -160,30 +170,44 @@ def parse_tree(text, source="<string>"):
     return trees[0]
 
 
-def read_text(path):
-    """A tree file's text; an unreadable file raises UserError."""
+def iter_lines(path, errors="replace"):
+    """Streams a tree file's lines, each without its newline. Lines end at "\n" only (as C's fgets reads
+    them, so a stray carriage return or form feed stays inside its line). A line that is not valid UTF-8 is
+    decoded with `errors` ("replace": U+FFFD for each bad byte; "surrogateescape": the bytes kept, so they
+    compare as they do in C) and a warning names the file and line; reading goes on. An unreadable file
+    raises UserError."""
+    name = os.fspath(path)
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
+        with open(path, "rb") as f:
+            for number, raw in enumerate(f, start=1):
+                raw = raw[:-1] if raw.endswith(b"\n") else raw
+                try:
+                    yield raw.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    kept = "replaced by U+FFFD" if errors == "replace" else "kept as they are"
+                    logger.warning("%s:%d: invalid UTF-8 (byte 0x%02x at column %d); the bad bytes are %s",
+                                   name, number, raw[error.start], error.start + 1, kept)
+                    yield raw.decode("utf-8", errors)
     except OSError as error:
-        raise UserError(f"cannot read tree file {os.fspath(path)}: {error.strerror}") from error
+        raise UserError(f"cannot read tree file {name}: {error.strerror}") from error
+
+
+def read_text(path):
+    """A tree file's text (see `iter_lines`); an unreadable file raises UserError."""
+    return "\n".join(iter_lines(path))
 
 
 def read_trees(path):
     """Every tree of a file (a .mrg file or one tree per line), as written (no clean-up)."""
-    return parse_trees(read_text(path), source=os.fspath(path))
+    return list(iter_trees(iter_lines(path), source=os.fspath(path)))
 
 
 def iter_treebank_file(path):
     """Streams the cleaned trees of a Treebank file (see `clean_tree`), skipping trees with no words."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as lines:
-            for tree in iter_trees(lines, source=os.fspath(path)):
-                tree = clean_tree(tree)
-                if tree is not None:
-                    yield tree
-    except OSError as error:
-        raise UserError(f"cannot read tree file {os.fspath(path)}: {error.strerror}") from error
+    for tree in iter_trees(iter_lines(path), source=os.fspath(path)):
+        tree = clean_tree(tree)
+        if tree is not None:
+            yield tree
 
 
 # Clean-up for parsing -----------------------------------------------------------------------------------------
@@ -209,11 +233,21 @@ def clean_tree(tree):
     return node
 
 
-def _clean(node):
-    if node.is_preterminal():
-        return None if node.label == EMPTY_ELEMENT_TAG else Tree.preterminal(node.label, node.children[0])
-    children = [child for child in (_clean(c) for c in node.children) if child is not None]
-    return Tree(strip_function_tags(node.label), children) if children else None
+def _clean(tree):
+    """A copy of `tree` without -NONE- elements, constituents left empty or function tags; None if nothing is
+    left. Iterative, so any depth is fine."""
+    kept = [[]]  # the kept children of each open constituent, the outermost first
+    for event, node in walk(tree):
+        if event == OPEN:
+            kept.append([])
+        elif event == LEAF:
+            if node.label != EMPTY_ELEMENT_TAG:
+                kept[-1].append(Tree.preterminal(node.label, node.children[0]))
+        else:
+            children = kept.pop()
+            if children:
+                kept[-1].append(Tree(strip_function_tags(node.label), children))
+    return kept[0][0] if kept[0] else None
 
 
 def read_treebank_file(path):

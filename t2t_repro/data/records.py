@@ -7,8 +7,10 @@ A problem's data directory is built in a work directory beside it and renamed in
         vocab.model, vocab.vocab
         train-00000-of-00032.tfrecord ...    tf.train.Example {"inputs": int64 list, "targets": int64 list}
         dev-00000-of-00001.tfrecord, test-00000-of-00001.tfrecord
-        metadata.json                        counts, vocabulary size, sha256 and size of every file
+        metadata.json                        counts, vocabulary size, sha256 and size of every file, and the
+                                             data_version of the code that made them
 
+Examples are serialized deterministically, so the same data gives the same bytes (and sha256) in every run.
 Train examples are written round-robin over the shards, so each shard is an even sample of the whole corpus,
 and each shard is then shuffled (seeded), so reading even one shard gives a well-mixed order.
 """
@@ -34,12 +36,14 @@ def shard_names(split, num_shards):
 
 
 def serialize_example(input_ids, target_ids):
-    """One tf.train.Example holding the two id sequences, serialized."""
+    """One tf.train.Example holding the two id sequences, serialized deterministically: the features map is
+    written in key order, so the same ids give the same bytes in every process (protobuf's default map order
+    changes from one process to the next)."""
     feature = {
         "inputs": tf.train.Feature(int64_list=tf.train.Int64List(value=input_ids)),
         "targets": tf.train.Feature(int64_list=tf.train.Int64List(value=target_ids)),
     }
-    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString(deterministic=True)
 
 
 def write_split(directory, split, examples, num_shards, total=None, shuffle=False):
@@ -138,11 +142,13 @@ def read_metadata(directory):
     return metadata
 
 
-def is_complete(directory, verify_checksums=False):
+def is_complete(directory, verify_checksums=False, data_version=None):
     """True when `directory` has valid metadata and every file it lists, of the recorded size
-    (and, with `verify_checksums`, the recorded sha256)."""
+    (and, with `verify_checksums`, the recorded sha256; with `data_version`, made by that version of the code)."""
     metadata = read_metadata(directory)
     if metadata is None:
+        return False
+    if data_version is not None and metadata.get("data_version") != data_version:
         return False
     for name, recorded in metadata["files"].items():
         path = os.path.join(directory, name)
@@ -164,18 +170,20 @@ def work_directory(final_directory):
     return safe_write.temporary_directory_beside(final_directory)
 
 
-def publish(work_directory_path, final_directory):
-    """Renames the finished work directory to `final_directory`, replacing an incomplete one there.
+def publish(work_directory_path, final_directory, data_version=None):
+    """Renames the finished work directory to `final_directory`, replacing an incomplete one there (or one
+    made by another `data_version` of the code).
 
-    If another process published complete data there meanwhile, that data is kept and this copy discarded
-    (datagen is deterministic, so both are the same). Returns True when this copy was published."""
-    if is_complete(final_directory, verify_checksums=True):
+    If another process published complete data of the same version there meanwhile, that data is kept and
+    this copy discarded (datagen is deterministic, so both are the same). Returns True when this copy was
+    published."""
+    if is_complete(final_directory, verify_checksums=True, data_version=data_version):
         safe_write.remove(work_directory_path)
         return False
     try:
         safe_write.publish_directory(work_directory_path, final_directory)
     except OSError:
-        if not is_complete(final_directory, verify_checksums=True):
+        if not is_complete(final_directory, verify_checksums=True, data_version=data_version):
             raise
         safe_write.remove(work_directory_path)
         return False

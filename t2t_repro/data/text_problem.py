@@ -12,17 +12,26 @@ attributes); this class generates, verifies and serves the data:
 
 Every sentence has its surrounding whitespace removed. Train pairs with an empty side, or with a side longer
 than `max_tokens_per_side` ids, are dropped and counted; dev and test are kept whole, since they are what is
-scored.
+scored. A split left without any example is an error: training would report a meaningless dev loss.
+
+The metadata records the `data_version` that made the data (a digest of the code that reads, encodes and
+writes it, and the SentencePiece version); data of another version is regenerated, not reused. Generation is
+deterministic, so regenerating after a change that does not affect the data gives the same bytes.
 """
 
 import abc
+import hashlib
 import itertools
 import json
 import os
 import random
+import sys
 import time
 
-from t2t_repro.data import records
+import sentencepiece
+
+from t2t_repro import safe_write
+from t2t_repro.data import ptb_tree, records, vocabulary as vocabulary_module
 from t2t_repro.data.problem import SPLITS, Problem
 from t2t_repro.data.vocabulary import MODEL_SUFFIX, Vocabulary, train_vocabulary
 from t2t_repro.errors import UserError
@@ -30,10 +39,21 @@ from t2t_repro.special_tokens import EOS_ID
 
 VOCAB_PREFIX = "vocab"
 _SAMPLE_SEED = 20170612  # the paper's arXiv date; any fixed seed keeps the vocabulary reproducible
+# Modules whose code shapes the generated data besides the problem's own classes (see `data_version`).
+_ENCODING_MODULES = (records, vocabulary_module, ptb_tree)
 
 
 def _text_file(split):
     return f"{split}.pairs.jsonl"
+
+
+def source_digest(paths):
+    """A short sha256 of the contents of the files `paths`, in order: a version of the code they hold."""
+    digest = hashlib.sha256()
+    for path in paths:
+        with open(path, "rb") as source:
+            digest.update(source.read())
+    return digest.hexdigest()[:16]
 
 
 class TextPairProblem(Problem):
@@ -57,6 +77,15 @@ class TextPairProblem(Problem):
         """Strings the vocabulary must keep as single pieces (parsing: tree brackets)."""
         return ()
 
+    def data_version(self):
+        """What the generated data depends on besides the raw data: a digest of the code of this problem's
+        classes and of the encoding modules, and the SentencePiece version. Subclasses whose raw data is made
+        by code add that code's version (the toy problems)."""
+        classes = [cls for cls in type(self).__mro__ if issubclass(cls, TextPairProblem)]
+        paths = [sys.modules[cls.__module__].__file__ for cls in classes]
+        paths += [module.__file__ for module in _ENCODING_MODULES]
+        return {"encoding": source_digest(paths), "sentencepiece": sentencepiece.__version__}
+
     # Layout and reading.
 
     def problem_dir(self, data_dir):
@@ -64,7 +93,7 @@ class TextPairProblem(Problem):
         return os.path.join(os.fspath(data_dir), self.name)
 
     def data_ready(self, data_dir):
-        return records.is_complete(self.problem_dir(data_dir))
+        return records.is_complete(self.problem_dir(data_dir), data_version=self.data_version())
 
     def metadata(self, data_dir):
         """The metadata dict of the generated data (counts, vocab size, checksums)."""
@@ -80,6 +109,17 @@ class TextPairProblem(Problem):
     def vocabulary(self, data_dir):
         self.metadata(data_dir)
         return Vocabulary(os.path.join(self.problem_dir(data_dir), VOCAB_PREFIX + MODEL_SUFFIX))
+
+    def check_max_length(self, data_dir, max_length):
+        """Raises UserError when no train pair fits `max_length` tokens per side (EOS included): training would
+        find no batch to read."""
+        train = self.metadata(data_dir)["splits"]["train"]
+        shortest = train.get("shortest_pair")
+        if shortest is not None and shortest > max_length:
+            raise UserError(
+                f"max_length={max_length}: no train pair of problem {self.name} fits; the shortest has "
+                f"{shortest} tokens on its longer side (EOS included): raise hparams max_length"
+            )
 
     def dataset(self, split, data_dir):
         _check_split(split)
@@ -100,14 +140,23 @@ class TextPairProblem(Problem):
     def generate_data(self, data_dir, tmp_dir=None, manual_dir=None):
         start = time.perf_counter()
         final_dir = self.problem_dir(data_dir)
-        if records.is_complete(final_dir, verify_checksums=True):
+        version = self.data_version()
+        if records.is_complete(final_dir, verify_checksums=True, data_version=version):
             return self._summary(records.read_metadata(final_dir), final_dir, True, time.perf_counter() - start)
         self.check_raw_data(tmp_dir, manual_dir)
         try:
             work_dir = records.work_directory(final_dir)
         except OSError as error:
             raise UserError(f"cannot write to data_dir {data_dir}: {error.strerror}") from None
+        try:
+            metadata = self._generate(work_dir, version, tmp_dir, manual_dir, start)
+            records.publish(work_dir, final_dir, data_version=version)
+        finally:
+            safe_write.remove(work_dir)  # gone after a failure too; published, it is no longer there
+        return self._summary(metadata, final_dir, False, metadata["seconds"])
 
+    def _generate(self, work_dir, version, tmp_dir, manual_dir, start):
+        """Writes the vocabulary, every split and the metadata into `work_dir`; returns the metadata."""
         sample, train_pairs = self._vocabulary_sample(tmp_dir, manual_dir)
         vocabulary = train_vocabulary(
             sample,
@@ -122,10 +171,11 @@ class TextPairProblem(Problem):
             total = train_pairs if split == "train" else None
             splits[split] = self._write_split(work_dir, split, vocabulary, tmp_dir, manual_dir, total)
         seconds = time.perf_counter() - start
-        metadata = records.write_metadata(
+        return records.write_metadata(
             work_dir,
             {
                 "problem": self.name,
+                "data_version": version,
                 "vocab_size": vocabulary.vocab_size,
                 "vocab_requested_size": self.vocab_size,
                 "vocab_model_type": self.vocab_model_type,
@@ -136,8 +186,6 @@ class TextPairProblem(Problem):
                 "seconds": round(seconds, 3),
             },
         )
-        records.publish(work_dir, final_dir)
-        return self._summary(metadata, final_dir, False, seconds)
 
     def _stripped_pairs(self, split, tmp_dir, manual_dir):
         for source, target in self.raw_pairs(split, tmp_dir, manual_dir):
@@ -165,12 +213,15 @@ class TextPairProblem(Problem):
         return [sentence for pair in reservoir for sentence in pair], count
 
     def _write_split(self, work_dir, split, vocabulary, tmp_dir, manual_dir, total):
-        """Pass 2 for one split: encodes, filters (train only), writes shards and (dev/test) the raw texts."""
+        """Pass 2 for one split: encodes, filters (train only), writes shards and (dev/test) the raw texts.
+        Records the split's counts and its shortest pair (the longer side's ids, EOS included)."""
         counts = {"examples": 0, "dropped_empty": 0, "dropped_too_long": 0}
+        shortest = None
         keep_text = split != "train"
         text_out = open(os.path.join(work_dir, _text_file(split)), "w", encoding="utf-8") if keep_text else None
 
         def encoded_examples():
+            nonlocal shortest
             pairs = self._stripped_pairs(split, tmp_dir, manual_dir)
             while chunk := list(itertools.islice(pairs, self.encode_chunk_pairs)):
                 if not keep_text:
@@ -188,6 +239,8 @@ class TextPairProblem(Problem):
                         continue
                     if keep_text:
                         text_out.write(json.dumps(pair, ensure_ascii=False) + "\n")
+                    longer = max(len(source_ids), len(target_ids))
+                    shortest = longer if shortest is None else min(shortest, longer)
                     yield source_ids, target_ids
 
         try:
@@ -198,7 +251,13 @@ class TextPairProblem(Problem):
         finally:
             if text_out:
                 text_out.close()
-        return dict(counts, shards=names)
+        if not counts["examples"]:
+            dropped = counts["dropped_empty"] + counts["dropped_too_long"]
+            limit = self.max_tokens_per_side
+            detail = f" ({dropped} pairs dropped: a side empty or over {limit} tokens)" if dropped else ""
+            raise UserError(f"problem {self.name}: the {split} split holds no example{detail}; every split needs "
+                            "sentence pairs")
+        return dict(counts, shards=names, shortest_pair=shortest)
 
     def _summary(self, metadata, directory, reused, seconds):
         splits = {

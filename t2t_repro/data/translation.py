@@ -22,11 +22,20 @@ TFDS_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
 
 
 def _lines(path):
-    """The lines of a UTF-8 file without their line ends; only "\\n" (or "\\r\\n") ends a line."""
-    with open(path, encoding="utf-8", newline="\n") as source:
-        for line in source:
-            line = line[:-1] if line.endswith("\n") else line
-            yield line[:-1] if line.endswith("\r") else line
+    """The lines of a UTF-8 file without their line ends; only "\\n" (or "\\r\\n") ends a line. Bytes that are
+    not UTF-8 (binary data, another encoding) are a UserError naming the file and line."""
+    with open(path, "rb") as source:
+        for number, line in enumerate(source, 1):
+            line = line[:-1] if line.endswith(b"\n") else line
+            line = line[:-1] if line.endswith(b"\r") else line
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise UserError(
+                    f"{path}:{number}: not UTF-8 text (byte 0x{line[error.start]:02x} at byte {error.start + 1} of "
+                    "the line); the parallel files must be UTF-8 text, one sentence per line"
+                ) from None
+            yield text
 
 
 class TranslationProblem(TextPairProblem):
@@ -69,6 +78,12 @@ class TranslationProblem(TextPairProblem):
             raise UserError(
                 f"{text_dir} lacks {', '.join(os.path.basename(path) for path in missing)}; problem {self.name} "
                 f"expects line-aligned files {expected} there (one sentence per line)"
+            )
+        empty = [path for path in self.expected_files(text_dir) if os.path.getsize(path) == 0]
+        if empty:
+            raise UserError(
+                f"{', '.join(empty)} {'is' if len(empty) == 1 else 'are'} empty; problem {self.name} needs "
+                "sentences in every split (train, dev, test)"
             )
 
     def raw_pairs(self, split, tmp_dir, manual_dir):

@@ -17,9 +17,14 @@ sentence keeps two pools of `beam_size` hypotheses apart, as tensor2tensor does:
 - alive: hypotheses still growing, ranked by their log-probability;
 - finished: hypotheses that ended, ranked by their score, log-probability / length_penalty(length).
 
-A hypothesis ends when it emits EOS or reaches its sentence's maximum output length. A sentence stops early
-when even its best alive hypothesis, given the largest length penalty it could still reach, cannot beat the
-worst hypothesis in its finished pool. Every sentence is searched independently of the others in its batch.
+A hypothesis ends when it emits EOS or reaches its sentence's maximum output length (cut, without EOS). As in
+tensor2tensor, cut hypotheses are used only when no hypothesis of the sentence ended with EOS: every hypothesis
+that ended with EOS ranks before every cut one, and cut ones fill only the slots that EOS hypotheses leave
+empty (tensor2tensor leaves those slots empty, and scores a cut hypothesis by its log-probability alone).
+`unfinished_compete=True` ranks them all by score instead, so a likely cut hypothesis beats a less likely one
+that ended with EOS. A sentence stops early when even its best alive hypothesis, given the largest length
+penalty it could still reach, cannot beat the worst hypothesis in its finished pool. Every sentence is searched
+independently of the others in its batch.
 
 Lengths |Y| count the generated tokens, EOS included. PAD is never generated (it pads the outputs after a
 hypothesis' end), so its probability is removed before the softmax. Beam size 1 is greedy decoding: the
@@ -50,8 +55,18 @@ def _state_invariant(shape):
     return tf.TensorShape([None] * (shape.rank - len(features)) + features)
 
 
+def _fill_empty_slots(first_scores, first_seq, second_scores, second_seq, beams):
+    """Per sentence, the hypotheses of the first pool that are not empty, then the best of the second pool in
+    the slots left (each pool sorted best first, [batch, beams] scores and [batch, beams, length] ids)."""
+    filled = tf.math.count_nonzero(first_scores > _IMPOSSIBLE, axis=1, dtype=tf.int32)[:, tf.newaxis]
+    slots = tf.range(beams)[tf.newaxis]
+    picks = tf.where(slots < filled, slots, beams + slots - filled)
+    scores = tf.gather(tf.concat([first_scores, second_scores], axis=1), picks, batch_dims=1)
+    return scores, tf.gather(tf.concat([first_seq, second_seq], axis=1), picks, batch_dims=1)
+
+
 def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_lengths, vocab_size, alpha, states=None,
-                eos_id=EOS_ID):
+                eos_id=EOS_ID, unfinished_compete=False):
     """Beam search as TensorFlow ops (section 6.1).
 
     Args:
@@ -65,9 +80,12 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_lengths, vocab
         states: the function's initial state, a nest of tensors [batch * beam_size, ...] (default: none).
         eos_id: the id that ends a hypothesis. An id outside the vocabulary (e.g. -1) means no hypothesis ends
             before the maximum length, so every search does the same amount of work (benchmarks).
+        unfinished_compete: False (tensor2tensor's): hypotheses cut at the maximum length without EOS come
+            after every hypothesis that ended with EOS; True: all are ranked by score alone.
 
     Returns:
-        ids: int32 [batch, beam_size, length], best first; positions after a hypothesis' end are PAD (0).
+        ids: int32 [batch, beam_size, length], best first (see `unfinished_compete`); positions after a
+            hypothesis' end are PAD (0).
         scores: float32 [batch, beam_size], log-probability / length_penalty(|Y|); -inf marks an empty slot
             (only when the vocabulary offers fewer than beam_size distinct hypotheses).
     """
@@ -105,7 +123,9 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_lengths, vocab
         top_seq = tf.concat([gather_beams(alive_seq, top_beams), top_tokens[:, :, tf.newaxis]], axis=2)
 
         new_length = step + 1
-        ends = tf.logical_or(tf.equal(top_tokens, eos_id), new_length >= max_lengths[:, tf.newaxis])
+        ends_with_eos = tf.equal(top_tokens, eos_id)
+        cut = tf.logical_and(new_length >= max_lengths[:, tf.newaxis], tf.logical_not(ends_with_eos))
+        ends = tf.logical_or(ends_with_eos, cut)
 
         # Alive pool: the best candidates that go on; the state follows them.
         new_alive_log_probs, alive_picks = tf.math.top_k(
@@ -116,13 +136,20 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_lengths, vocab
         flat_sources = tf.reshape(source_beams + tf.range(batch)[:, tf.newaxis] * beams, [-1])
         states = tf.nest.map_structure(lambda x: tf.gather(x, flat_sources), states)
 
-        # Finished pool: the best of the earlier finished hypotheses and the candidates that end now.
-        ending_scores = tf.where(ends, top_log_probs / length_penalty(new_length, alpha), _IMPOSSIBLE)
+        # Finished pool: the best of the earlier finished hypotheses and the candidates that end now. Cut ones
+        # come only at a sentence's last step, so before it the pool holds hypotheses that ended with EOS.
+        scores_now = top_log_probs / length_penalty(new_length, alpha)
+        ending_scores = tf.where(ends if unfinished_compete else ends_with_eos, scores_now, _IMPOSSIBLE)
         padded_finished = tf.pad(finished_seq, [[0, 0], [0, 0], [0, 1]], constant_values=PAD_ID)
         merged_scores, finished_picks = tf.math.top_k(
             tf.concat([finished_scores, ending_scores], axis=1), k=beams
         )
         merged_seq = gather_beams(tf.concat([padded_finished, top_seq], axis=1), finished_picks)
+        if not unfinished_compete:
+            cut_scores, cut_picks = tf.math.top_k(tf.where(cut, scores_now, _IMPOSSIBLE), k=beams)
+            merged_scores, merged_seq = _fill_empty_slots(
+                merged_scores, merged_seq, cut_scores, gather_beams(top_seq, cut_picks), beams
+            )
         # A sentence already done keeps its pools as they were.
         new_finished_seq = tf.where(done[:, tf.newaxis, tf.newaxis], padded_finished, merged_seq)
         new_finished_scores = tf.where(done[:, tf.newaxis], finished_scores, merged_scores)

@@ -27,7 +27,8 @@ def search(model, inputs, settings, use_cache=True, eos_id=EOS_ID):
     Args:
         model: a `t2t_repro.model.Transformer`.
         inputs: int32 [batch, source_length] source ids, each ending in EOS, 0-padded.
-        settings: a `t2t_repro.decode_settings.DecodeSettings`: beam_size, alpha, extra_length and nbest.
+        settings: a `t2t_repro.decode_settings.DecodeSettings`: beam_size, alpha, extra_length, nbest and
+            unfinished_compete.
         use_cache: False recomputes the decoder over the whole prefix at every step (slow; for checking).
         eos_id: the id that ends a hypothesis; one outside the vocabulary (e.g. -1) disables EOS (benchmarks).
 
@@ -50,6 +51,7 @@ def search(model, inputs, settings, use_cache=True, eos_id=EOS_ID):
         settings.alpha,
         states=state,
         eos_id=eos_id,
+        unfinished_compete=settings.unfinished_compete,
     )
     return ids[:, : settings.nbest], scores[:, : settings.nbest]
 

@@ -4,12 +4,17 @@ one number they are summarised by (dev curves, report headlines).
     scorer = BleuScorer("de")
     scores = scorer(hypotheses, references, sources)   # {"bleu": {...}}
     name, value = scorer.headline(scores)              # ("bleu", sacreBLEU)
+
+A scorer that computes its figures on a rewritten form of the texts (ParseF1Scorer: trees in one canonical
+form) also has `evaluation_files(hypotheses, references, sources)` -> {"decoded": lines, "gold": lines}, the
+files on which an external tool (evalb.c) gives the same figures.
 """
 
 from t2t_repro.data import ptb_tree
 from t2t_repro.errors import UserError
 from t2t_repro.evaluate import evalb
 from t2t_repro.evaluate.bleu import corpus_bleu
+from t2t_repro.evaluate.evalb_files import evalb_line
 
 
 class BleuScorer:
@@ -26,7 +31,8 @@ class BleuScorer:
 
 
 class ParseF1Scorer:
-    """Constituency parsing (section 6.3, Table 4): labelled bracket F1 under EVALB's COLLINS.prm conventions.
+    """Constituency parsing (section 6.3, Table 4): labelled bracket F1 exactly as evalb.c with COLLINS.prm
+    computes it (`t2t_repro.evaluate.evalb`) on the two files `evaluation_files` gives.
 
     Hypotheses and references may each be PTB tree strings or linearised trees (the references a parsing
     problem keeps are linearised: de-linearised onto the source words, they give the gold tree back exactly).
@@ -34,12 +40,20 @@ class ParseF1Scorer:
     """
 
     def __call__(self, hypotheses, references, sources):
+        files = self.evaluation_files(hypotheses, references, sources)
+        return evalb.evaluate_lines(files["gold"], files["decoded"]).as_dict()
+
+    def evaluation_files(self, hypotheses, references, sources):
+        """{"gold": lines, "decoded": lines}: the trees one per line in one canonical form (`evalb_line`: as
+        the tree is, no outer pair added or removed, brackets inside words escaped; a blank line where there
+        is no hypothesis), which is what the figures are computed on, so evalb.c or t2t-repro-evalb on the
+        two files written out gives the same figures."""
         if not len(hypotheses) == len(references) == len(sources):
             raise ValueError(f"{len(hypotheses)} hypotheses, {len(references)} references, {len(sources)} sources")
-        gold = [_as_tree(reference, source.split()) or ptb_tree.delinearise("", source.split())
+        gold = [evalb_line(_as_tree(reference, source.split()) or ptb_tree.delinearise("", source.split()))
                 for reference, source in zip(references, sources)]
-        test = [_as_tree(hypothesis, source.split()) for hypothesis, source in zip(hypotheses, sources)]
-        return evalb.evaluate_trees(gold, test).as_dict()
+        decoded = [evalb_line(_as_tree(hypothesis, source.split())) for hypothesis, source in zip(hypotheses, sources)]
+        return {"gold": gold, "decoded": decoded}
 
     def headline(self, scores):
         return "f1", scores["f1"]

@@ -50,6 +50,8 @@ class MultiHeadAttention(keras.layers.Layer):
     """Multi-head attention, `Concat(head_1..head_h) W^O` with `head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)`.
 
     Section 3.2.2, with separate per-head query/key width `d_k` and value width `d_v` (Table 3 rows A, B).
+    The projections W^Q, W^K, W^V and W^O are matrices, without biases, as in equation 4 (and tensor2tensor);
+    `use_bias=True` adds a bias to each (the Keras Dense default this project used before).
     The per-head projections are fused into one matrix multiply: Q, K and V together for self-attention,
     K and V together over the memory for encoder-decoder attention.
 
@@ -60,6 +62,7 @@ class MultiHeadAttention(keras.layers.Layer):
         d_model: output width.
         attention_dropout: dropout rate on the attention weights (0 in the paper).
         self_attention: True when queries, keys and values come from the same sequence.
+        use_bias: add biases to the projections (not in equation 4).
 
     Call arguments:
         query: [batch, query_length, d_model].
@@ -81,7 +84,9 @@ class MultiHeadAttention(keras.layers.Layer):
         TensorShape([2, 5, 512])
     """
 
-    def __init__(self, num_heads, d_k, d_v, d_model, attention_dropout=0.0, self_attention=True, **kwargs):
+    def __init__(
+        self, num_heads, d_k, d_v, d_model, attention_dropout=0.0, self_attention=True, use_bias=False, **kwargs
+    ):
         super().__init__(**kwargs)
         self.num_heads = num_heads
         self.d_k = d_k
@@ -89,13 +94,14 @@ class MultiHeadAttention(keras.layers.Layer):
         self.d_model = d_model
         self.attention_dropout = attention_dropout
         self.self_attention = self_attention
+        self.use_bias = use_bias
         keys_values = num_heads * (d_k + d_v)
         if self_attention:
-            self.qkv_dense = keras.layers.Dense(num_heads * d_k + keys_values, name="qkv")
+            self.qkv_dense = keras.layers.Dense(num_heads * d_k + keys_values, use_bias=use_bias, name="qkv")
         else:
-            self.q_dense = keras.layers.Dense(num_heads * d_k, name="q")
-            self.kv_dense = keras.layers.Dense(keys_values, name="kv")
-        self.output_dense = keras.layers.Dense(d_model, name="output")
+            self.q_dense = keras.layers.Dense(num_heads * d_k, use_bias=use_bias, name="q")
+            self.kv_dense = keras.layers.Dense(keys_values, use_bias=use_bias, name="kv")
+        self.output_dense = keras.layers.Dense(d_model, use_bias=use_bias, name="output")
         self.weights_dropout = keras.layers.Dropout(attention_dropout)
 
     def _split_heads(self, x, depth):
@@ -153,5 +159,6 @@ class MultiHeadAttention(keras.layers.Layer):
             d_model=self.d_model,
             attention_dropout=self.attention_dropout,
             self_attention=self.self_attention,
+            use_bias=self.use_bias,
         )
         return config

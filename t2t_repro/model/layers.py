@@ -53,7 +53,7 @@ class _TransformerLayer(HParamsConfig, keras.layers.Layer):
 
     Args:
         hparams: a `t2t_repro.hparams_type.HParams`; the layer reads d_model, d_ff, num_heads, d_k, d_v,
-            dropout, attention_dropout, relu_dropout, norm_placement and layer_norm_epsilon.
+            dropout, attention_dropout, attention_bias, relu_dropout, norm_placement and layer_norm_epsilon.
     """
 
     def __init__(self, hparams, **kwargs):
@@ -64,7 +64,7 @@ class _TransformerLayer(HParamsConfig, keras.layers.Layer):
     def _attention(self, self_attention, name):
         h = self.hparams
         return MultiHeadAttention(
-            h.num_heads, h.d_k, h.d_v, h.d_model, h.attention_dropout, self_attention, name=name
+            h.num_heads, h.d_k, h.d_v, h.d_model, h.attention_dropout, self_attention, h.attention_bias, name=name
         )
 
     def _connection(self, name):

@@ -24,8 +24,9 @@ class Transformer(HParamsConfig, keras.Model):
 
     Args:
         hparams: a `t2t_repro.hparams_type.HParams`; the model reads its architecture: num_layers, d_model,
-            d_ff, num_heads, d_k, d_v, dropout, attention_dropout, relu_dropout, shared_embedding (section 3.4),
-            position_encoding (section 3.5, Table 3 row E), max_position, norm_placement, layer_norm_epsilon.
+            d_ff, num_heads, d_k, d_v, attention_bias (equation 4), dropout, attention_dropout, relu_dropout,
+            shared_embedding (section 3.4), position_encoding (section 3.5, Table 3 row E), max_position,
+            norm_placement, layer_norm_epsilon.
         vocab_size: size of the shared source/target vocabulary.
 
     Call arguments:

@@ -54,7 +54,12 @@ def decode_file(output_dir, source_path, target_path, checkpoint=None, batch_siz
 
 
 def decode_test_split(output_dir, checkpoint=None):
-    """Decodes the test split with the problem's defaults into test_decoded.txt; returns its scores."""
+    """Decodes the test split with the problem's defaults into test_decoded.txt; returns its scores.
+
+    When the problem's scorer scores a canonical form of the texts (`evaluation_files`: parsing, whose trees
+    EVALB scores), test_decoded.txt holds the decoded side in that form and test_gold.txt the gold side, so
+    that the external tool (evalb.c with COLLINS.prm, or t2t-repro-evalb) on the two files gives the scores
+    returned here."""
     run = restore_run(output_dir, checkpoint)
     pairs = run.problem.text_pairs("test", run.info.data_dir)
     sources = [source for source, _ in pairs]
@@ -63,7 +68,13 @@ def decode_test_split(output_dir, checkpoint=None):
     print(f"decoding {len(sources)} test sentences with {os.path.relpath(run.checkpoint, output_dir)} "
           f"({settings.describe()})", flush=True)
     hypotheses = decode_texts(sources, run.model, run.vocabulary, settings, run.problem.postprocess)
-    write_lines(run.layout.test_output_file, hypotheses)
+    evaluation_files = getattr(run.problem.scorer, "evaluation_files", None)
+    if evaluation_files is None:
+        write_lines(run.layout.test_output_file, hypotheses)
+    else:
+        files = evaluation_files(hypotheses, references, sources)
+        write_lines(run.layout.test_output_file, files["decoded"])
+        write_lines(run.layout.path("test_gold.txt"), files["gold"])
     scores = run.problem.evaluate(hypotheses, references, sources)
     decode = {"beam_size": settings.beam_size, "alpha": settings.alpha, "extra_length": settings.extra_length}
     return {**scores, "test_sentences": len(sources), "decode": decode, "checkpoint": run.checkpoint}

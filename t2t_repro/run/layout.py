@@ -15,12 +15,10 @@ import dataclasses
 import json
 import os
 
-import tensorflow as tf
-
 from t2t_repro.errors import UserError
 from t2t_repro.hparams_type import HParams
 from t2t_repro.safe_write import write_json
-from t2t_repro.train.checkpoints import checkpoint_step
+from t2t_repro.train.checkpoints import checkpoint_step, latest_checkpoint
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,44 +79,85 @@ class RunLayout:
 
     def load_info(self):
         values = read_json(self.info_file, "run description")
-        values["command_line"] = tuple(values.get("command_line", ()))
-        return RunInfo(**values)
+        fields = [f.name for f in dataclasses.fields(RunInfo)]
+        required = [f.name for f in dataclasses.fields(RunInfo) if f.default is dataclasses.MISSING]
+        missing = [name for name in required if name not in values]
+        unknown = sorted(set(values) - set(fields))
+        if missing or unknown:
+            problems = ([f"lacks {', '.join(missing)}"] if missing else []) + (
+                [f"has unknown keys {', '.join(unknown)}"] if unknown else [])
+            raise UserError(f"{self.info_file} is not a t2t-repro run description: it {' and '.join(problems)}")
+        command_line = values.get("command_line", [])
+        wrong = [name for name in required if not isinstance(values[name], str)]
+        if not isinstance(command_line, list) or not all(isinstance(arg, str) for arg in command_line):
+            wrong.append("command_line")
+        if wrong:
+            raise UserError(f"{self.info_file} is not a t2t-repro run description: {', '.join(wrong)} must be "
+                            "text (command_line: a list of text)")
+        return RunInfo(**dict(values, command_line=tuple(command_line)))
 
     def load_hparams(self):
-        return HParams.from_dict(read_json(self.hparams_file, "saved hparams"))
+        values = read_json(self.hparams_file, "saved hparams")
+        if isinstance(values, dict):
+            # Runs recorded before attention_bias existed had biases in every attention projection.
+            values.setdefault("attention_bias", True)
+        try:
+            return HParams.from_dict(values)
+        except UserError as error:
+            raise UserError(f"{self.hparams_file}: {error}") from None
+
+    def check_restart(self, hparams, info):
+        """Raises UserError when output_dir cannot take this run: it is not a directory, or it holds a run of
+        other hparams or of another problem. Writes nothing, so the trainer checks before generating data."""
+        if os.path.exists(self.output_dir) and not os.path.isdir(self.output_dir):
+            raise UserError(f"--output_dir={self.output_dir} is a file, not a directory; name a directory")
+        if not (os.path.exists(self.hparams_file) or os.path.exists(self.info_file)):
+            return
+        saved_problem = self.load_info().problem
+        if saved_problem != info.problem:
+            raise UserError(f"{self.output_dir} holds a run of problem {saved_problem!r}, not {info.problem!r}; "
+                            "use a new --output_dir")
+        saved = self.load_hparams()
+        # train_steps may grow between sessions: extending a finished run is a restart, not a new experiment.
+        differing = [key for key in saved.differing_keys(hparams) if key != "train_steps"]
+        if differing:
+            details = ", ".join(f"{k}: saved {getattr(saved, k)!r}, now {getattr(hparams, k)!r}" for k in differing)
+            raise UserError(f"{self.output_dir} holds a run with different hparams ({details}); use a new --output_dir")
 
     def record(self, hparams, info):
         """Creates output_dir and records the run; a restart whose hparams or problem differ is refused."""
-        os.makedirs(self.output_dir, exist_ok=True)
-        if os.path.exists(self.hparams_file):
-            saved = self.load_hparams()
-            # train_steps may grow between sessions: extending a finished run is a restart, not a new experiment.
-            differing = [key for key in saved.differing_keys(hparams) if key != "train_steps"]
-            if differing:
-                details = ", ".join(f"{k}: saved {getattr(saved, k)!r}, now {getattr(hparams, k)!r}" for k in differing)
-                raise UserError(f"{self.output_dir} holds a run with different hparams ({details}); use a new --output_dir")
-            saved_problem = self.load_info().problem
-            if saved_problem != info.problem:
-                raise UserError(f"{self.output_dir} holds a run of problem {saved_problem!r}, not {info.problem!r}; "
-                                "use a new --output_dir")
+        self.check_restart(hparams, info)
+        try:
+            os.makedirs(self.output_dir, exist_ok=True)
+        except OSError as error:
+            raise UserError(f"cannot create --output_dir={self.output_dir}: {error.strerror}") from None
         write_json(self.hparams_file, hparams.to_dict())
         write_json(self.info_file, dataclasses.asdict(info))
 
     def latest_checkpoint(self):
         """The checkpoint to evaluate by default: the averaged one if it is as new as the last training
         checkpoint, else the last training checkpoint; None when there is none."""
-        trained = tf.train.latest_checkpoint(self.checkpoint_dir)
-        averaged = tf.train.latest_checkpoint(self.averaged_dir)
+        trained = latest_checkpoint(self.checkpoint_dir)
+        averaged = latest_checkpoint(self.averaged_dir)
         if averaged and (not trained or checkpoint_step(averaged) >= checkpoint_step(trained)):
             return averaged
         return trained
 
 
 def read_json(path, what):
+    """The JSON object in the file `path` (`what` it holds, for messages); UserError when it is missing,
+    unreadable, not JSON or not an object."""
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
+            value = json.load(f)
     except FileNotFoundError:
         raise UserError(f"{path} not found: is {os.path.dirname(path) or '.'} a t2t-repro output_dir?") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise UserError(f"{path} is not valid JSON ({what}): {error}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
+        reason = str(error) if not isinstance(error, RecursionError) else "nested too deeply"
+        raise UserError(f"{path} is not valid JSON ({what}): {reason}") from None
+    except OSError as error:
+        raise UserError(f"cannot read {path} ({what}): {error.strerror}") from None
+    if not isinstance(value, dict):
+        kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(value), "a number")
+        raise UserError(f"{path} holds {kind}, not a JSON object ({what})")
+    return value

@@ -3,9 +3,11 @@
     report = train_run(RunConfig(problem="toy_ende", hparams="transformer_tiny", output_dir="runs/toy"),
                        TrainingOptions())
 
-Data is generated first when data_dir lacks it. The chief records the run in output_dir (a restart with other
-hparams is refused), trains with dev evaluation every options.eval_steps steps, and ends the run
-(`finish_run`); other workers of a multi-worker run only train.
+The chief first checks that output_dir can take the run (a restart with other hparams or another problem is
+refused before any data is generated). Data is generated when data_dir lacks it (or holds data made by other
+code), and a max_length that no train pair fits is refused. The chief records the run in output_dir, trains
+with dev evaluation every options.eval_steps steps, and ends the run (`finish_run`); other workers of a
+multi-worker run only train.
 """
 
 import dataclasses
@@ -34,14 +36,17 @@ def train_run(config, options):
     problem = catalog.get_problem(config.problem)
     data_dir = config.resolved_data_dir
     trainer = Trainer(hparams, problem, options)  # first: it sets up the tf.distribute strategy
+    layout = RunLayout(config.output_dir)
+    info = RunInfo(config.problem, config.hparams, config.hparams_overrides, os.path.abspath(data_dir),
+                   tuple(config.command_line))
+    if trainer.chief:
+        layout.check_restart(hparams, info)  # before data generation, which may take hours
     if not problem.data_ready(data_dir):
         print(f"generating data for {config.problem} in {data_dir}", flush=True)
         print(summary_line(problem.generate_data(data_dir, config.tmp_dir, config.manual_dir)), flush=True)
-    layout = RunLayout(config.output_dir)
+    problem.check_max_length(data_dir, hparams.max_length)
     evaluator = None
     if trainer.chief:
-        info = RunInfo(config.problem, config.hparams, config.hparams_overrides, os.path.abspath(data_dir),
-                       tuple(config.command_line))
         layout.record(hparams, info)
         evaluator = DevEvaluator(
             problem, problem.vocabulary(data_dir), data_dir, hparams.label_smoothing, trainer.micro_batch_tokens,

@@ -36,6 +36,7 @@ import tensorflow_text as tf_text
 
 from t2t_repro import safe_write
 from t2t_repro.decode.transformer_search import search
+from t2t_repro.errors import UserError
 from t2t_repro.serve.versions import write_new_version
 from t2t_repro.special_tokens import EOS_ID, PAD_ID
 
@@ -152,10 +153,15 @@ def export_saved_model(model, vocabulary, settings, export_dir, description):
     }
 
     def write(path):
-        tf.saved_model.save(module, path, signatures=signatures)
-        os.makedirs(os.path.join(path, "assets.extra"), exist_ok=True)
-        safe_write.write_file(os.path.join(path, VOCABULARY_FILE), vocabulary.serialized_model)
-        safe_write.write_json(os.path.join(path, METADATA_FILE), metadata)
+        try:
+            tf.saved_model.save(module, path, signatures=signatures)
+            os.makedirs(os.path.join(path, "assets.extra"), exist_ok=True)
+            safe_write.write_file(os.path.join(path, VOCABULARY_FILE), vocabulary.serialized_model)
+            safe_write.write_json(os.path.join(path, METADATA_FILE), metadata)
+        except (tf.errors.OpError, OSError) as error:  # e.g. a full disk: no version is published
+            reason = " ".join(str(getattr(error, "strerror", None) or getattr(error, "message", error)).split())
+            raise UserError(f"could not write a SavedModel under {export_dir} ({reason}); no version was "
+                            "published") from None
 
     return write_new_version(export_dir, write)
 

@@ -40,6 +40,8 @@ def parse_json_body(body):
         raise RequestError(400, "the request body is not UTF-8 text") from None
     except json.JSONDecodeError as error:
         raise RequestError(400, f"the request body is not valid JSON: {error}") from None
+    except RecursionError:
+        raise RequestError(400, "the request body is nested too deeply to parse") from None
     if not isinstance(value, dict):
         raise RequestError(400, f"the request body must be a JSON object, not {_json_type(value)}")
     return value

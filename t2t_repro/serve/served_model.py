@@ -13,9 +13,13 @@ with their trailing PAD removed, so an answer does not depend on what else was i
 """
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import logging
 import os
+import re
+import sys
+import tempfile
 
 import numpy as np
 import tensorflow as tf
@@ -34,6 +38,33 @@ from t2t_repro.special_tokens import EOS_ID, PAD_ID
 
 logger = logging.getLogger(__name__)
 _FALLBACK_MAX_INPUT_TOKENS = 256  # when the export does not say (a SavedModel not made by this project)
+# SentencePiece's informational lines, e.g. "normalizer.cc(51) LOG(INFO) precompiled_charsmap is empty. use
+# identity normalization.", which the tensorflow-text kernels print whenever an export's tokenizer is created.
+_SENTENCEPIECE_INFO = re.compile(rb"^[\w.]+\.cc\(\d+\) LOG\(INFO\) [^\n]*\n?", re.MULTILINE)
+
+
+@contextlib.contextmanager
+def _sentencepiece_info_hidden():
+    """Runs the block with file descriptor 2 sent to a temporary file, then writes back to it all that was
+    written there except SentencePiece's informational lines. The copy of SentencePiece inside tensorflow-text
+    has no log-level setting (`sentencepiece.set_min_log_level` sets only the Python package's own copy), so
+    its lines are filtered out here; warnings and errors still reach stderr."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with tempfile.TemporaryFile() as captured:
+            os.dup2(captured.fileno(), 2)
+            try:
+                yield
+            finally:
+                sys.stderr.flush()
+                os.dup2(saved, 2)
+                captured.seek(0)
+                rest = _SENTENCEPIECE_INFO.sub(b"", captured.read())
+                while rest:
+                    rest = rest[os.write(2, rest):]
+    finally:
+        os.close(saved)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,7 +134,8 @@ class ServedModel:
         self.version_dir = latest_version_dir(model_dir)
         self.version = int(os.path.basename(self.version_dir))
         try:
-            self.loaded = tf.saved_model.load(self.version_dir)
+            with _sentencepiece_info_hidden():
+                self.loaded = tf.saved_model.load(self.version_dir)
             self.signature_defs = _signature_defs_json(self.version_dir)
         except (OSError, ValueError, DecodeError, tf.errors.OpError) as error:
             first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]

@@ -10,7 +10,8 @@ Routes (as TensorFlow Serving's; `/versions/<N>` may follow the model name, N be
     POST /v1/models/<name>:predict      {"instances": [...]} -> {"predictions": [...]},
                                         {"inputs": ...} -> {"outputs": ...}
 
-Every error is answered with a JSON object {"error": "..."}: 400 for a bad request (JSON, types, empty or
+Every error is answered with a JSON object {"error": "..."}, those of the HTTP layer (a malformed request
+line, an unsupported method) included: 400 for a bad request (JSON, nesting, types, empty or
 over-long inputs, too many examples), 404 for an unknown model, version or path, 405 for a wrong method,
 411 without Content-Length, 413 for a body over the limit, 500 when the model fails on a batch, 503 when
 overloaded or shutting down. No request can stop the server. Connections are HTTP/1.1 keep-alive; each
@@ -99,6 +100,15 @@ class _RequestHandler(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, format, *args):  # noqa: A002 - the base class's signature
         logger.debug("%s %s", self.address_string(), format % args)
+
+    def send_error(self, code, message=None, explain=None):
+        """Answers the errors the HTTP layer finds itself (a malformed request line or header, an unsupported
+        method, a request line or header too long) like every other error: {"error": "..."} JSON, and closes
+        the connection, whose stream may be out of step."""
+        self.close_connection = True
+        text = message or self.responses.get(code, ("error",))[0]
+        self._send_json(code, {"error": f"{text}: {explain}" if explain else text},
+                        include_body=self.command != "HEAD")
 
     def _dispatch(self, method):
         self._body_read = False
@@ -205,4 +215,4 @@ class _RequestHandler(http.server.BaseHTTPRequestHandler):
         if include_body:
             self.wfile.write(data)
         if status >= 500:
-            logger.warning("%s %s -> %d: %s", self.command, self.path, status, body.get("error"))
+            logger.warning("%s %s -> %d: %s", self.command, getattr(self, "path", ""), status, body.get("error"))

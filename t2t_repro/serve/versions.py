@@ -27,7 +27,12 @@ def list_versions(base):
 
 def latest_version_dir(base):
     """The path of the newest version under `base`; UserError if there is none."""
-    versions = list_versions(base)
+    if os.path.exists(base) and not os.path.isdir(base):
+        raise UserError(f"{base} is a file, not an export directory (one holding version directories 1/, 2/, ...)")
+    try:
+        versions = list_versions(base)
+    except OSError as error:
+        raise UserError(f"cannot read export directory {base}: {error.strerror}") from None
     if not versions:
         if not os.path.isdir(base):
             raise UserError(f"{base} does not exist: export a model there with t2t-repro-exporter")
@@ -59,7 +64,7 @@ def write_new_version(base, write):
             except OSError as error:
                 # Another export took this number between listing and renaming: take the next one.
                 if error.errno not in (errno.EEXIST, errno.ENOTEMPTY):
-                    raise
+                    raise UserError(f"cannot publish export version {target}: {error.strerror}") from None
     except BaseException:
         safe_write.remove(temporary)
         raise

@@ -16,7 +16,6 @@ which case it falls back to the last training checkpoint; an interrupted swap is
 import glob
 import logging
 import os
-import re
 
 import numpy as np
 import tensorflow as tf
@@ -24,22 +23,16 @@ import tensorflow as tf
 from t2t_repro import safe_write
 from t2t_repro.errors import UserError
 from t2t_repro.model import build_transformer
-from t2t_repro.train.checkpoints import checkpoint_step, restore_model
+from t2t_repro.train.checkpoints import (
+    checkpoint_prefixes, checkpoint_reader, checkpoint_step, first_line, restore_model,
+)
 
 logger = logging.getLogger(__name__)
 
 _TEMP_PREFIX = ".averaged-new-"
 _OLD_PREFIX = ".averaged-old-"
-_INDEX_PATTERN = re.compile(r"^ckpt-(\d+)\.index$")
 # Where tf.train.Checkpoint(model=...) stores the source embedding: its rows are the vocabulary.
 _EMBEDDING_KEY = "model/source_embedding/embeddings/.ATTRIBUTES/VARIABLE_VALUE"
-
-
-def training_checkpoints(directory):
-    """The training checkpoint prefixes in `directory` (those with an index file), oldest step first."""
-    names = (os.path.basename(path) for path in glob.glob(os.path.join(directory, "ckpt-*.index")))
-    prefixes = [os.path.join(directory, name[: -len(".index")]) for name in names if _INDEX_PATTERN.match(name)]
-    return sorted(prefixes, key=checkpoint_step)
 
 
 def _repair_interrupted_swap(final):
@@ -53,7 +46,7 @@ def _repair_interrupted_swap(final):
 
 
 def _vocab_size(checkpoint):
-    shapes = tf.train.load_checkpoint(checkpoint).get_variable_to_shape_map()
+    shapes = checkpoint_reader(checkpoint).get_variable_to_shape_map()
     if _EMBEDDING_KEY not in shapes:
         raise UserError(f"checkpoint {checkpoint} holds no Transformer model (no {_EMBEDDING_KEY})")
     return shapes[_EMBEDDING_KEY][0]
@@ -86,7 +79,7 @@ def average_checkpoints(checkpoint_dir, averaged_dir, hparams, num_last):
     """
     if num_last < 1:
         raise UserError(f"num_last={num_last}: must be at least 1")
-    checkpoints = training_checkpoints(checkpoint_dir)
+    checkpoints = checkpoint_prefixes(checkpoint_dir)
     if not checkpoints:
         raise UserError(f"no training checkpoints in {checkpoint_dir}; train first")
     chosen = checkpoints[-num_last:]
@@ -98,15 +91,20 @@ def average_checkpoints(checkpoint_dir, averaged_dir, hparams, num_last):
 
     model = average_into(build_transformer(hparams, _vocab_size(chosen[-1])), chosen)
     final = os.fspath(averaged_dir)
-    _repair_interrupted_swap(final)
-    new_dir = safe_write.temporary_directory_beside(final, _TEMP_PREFIX)
+    new_dir = None
     try:
+        _repair_interrupted_swap(final)
+        new_dir = safe_write.temporary_directory_beside(final, _TEMP_PREFIX)
         # The manager also writes the `checkpoint` state file, with a path relative to its directory, that
         # tf.train.latest_checkpoint reads once the directory has its final name.
         tf.train.CheckpointManager(tf.train.Checkpoint(model=model), new_dir, max_to_keep=1).save(
             checkpoint_number=step
         )
         safe_write.publish_directory(new_dir, final, _OLD_PREFIX)
+    except (tf.errors.OpError, OSError) as error:
+        raise UserError(f"could not write the average to {final} ({first_line(error)}); what was there is "
+                        "left as it was") from None
     finally:
-        safe_write.remove(new_dir)
+        if new_dir:
+            safe_write.remove(new_dir)
     return os.path.join(final, f"ckpt-{step}")

@@ -15,7 +15,10 @@ import tensorflow as tf
 from t2t_repro.data.batching import token_batches
 from t2t_repro.errors import UserError
 from t2t_repro.model import build_transformer
-from t2t_repro.train.checkpoints import checkpoint_step
+from t2t_repro.train.checkpoints import (
+    RESTORE_ERRORS, checkpoint_prefixes, checkpoint_step, find_damage, first_line, keep_aside, read_index,
+    remove_write_leftovers, write_index,
+)
 from t2t_repro.train.optimizer import make_optimizer
 from t2t_repro.train.options import DEFAULT_DEVICE_BATCH_TOKENS
 from t2t_repro.train.step import TrainStep
@@ -97,8 +100,7 @@ class Trainer:
         )
         if not self.chief:  # every worker saves (it may take part in collectives); only the chief's count
             checkpoint_dir = os.path.join(checkpoint_dir, f"worker-{self.worker_index}")
-        keep = self.options.keep_checkpoints or max(self.hparams.checkpoint_average_count, 1)
-        self.manager = tf.train.CheckpointManager(self.checkpoint, checkpoint_dir, max_to_keep=keep)
+        self.checkpoint_dir = checkpoint_dir
         self.step_fn = TrainStep(
             self.model, self.optimizer, self.strategy, self.hparams.label_smoothing, self.accumulation
         )
@@ -107,24 +109,74 @@ class Trainer:
     def step(self):
         return int(self.optimizer.iterations.numpy())
 
-    def restore(self):
-        latest = self.manager.latest_checkpoint
-        if latest:
+    def _weights_finite(self):
+        """True when every floating-point variable of the model and the optimizer is finite."""
+        variables = [v for v in self.model.variables + self.optimizer.variables if tf.as_dtype(v.dtype).is_floating]
+        return bool(tf.reduce_all([tf.reduce_all(tf.math.is_finite(v)) for v in variables]))
+
+    def _restore_newest(self, prefixes):
+        """Restores the newest of `prefixes` that restores and holds finite weights; returns it (None: there
+        were none) and the newer ones that are damaged, as [(prefix, what is wrong)]. A checkpoint that reads
+        but does not fit the model is a UserError (the run directory holds another run), and so is a directory
+        where every checkpoint is damaged."""
+        damaged = []
+        for prefix in reversed(prefixes):
             try:
-                self.checkpoint.restore(latest).assert_existing_objects_matched()
-            except (AssertionError, tf.errors.OpError, ValueError) as error:
-                raise UserError(f"cannot resume from {latest}: {error}") from None
+                self.checkpoint.restore(prefix).assert_existing_objects_matched()
+            except RESTORE_ERRORS as error:
+                damage = find_damage(prefix)
+                if damage is None:
+                    raise UserError(f"cannot resume from {prefix}: {first_line(error)}") from None
+                damaged.append((prefix, damage))
+                continue
+            if self._weights_finite():
+                return prefix, damaged
+            damaged.append((prefix, "it holds non-finite (NaN or Inf) weights"))
+        if damaged:
+            details = "; ".join(f"{os.path.basename(prefix)}: {damage}" for prefix, damage in damaged)
+            raise UserError(f"no checkpoint in {self.checkpoint_dir} restores ({details}); move them away to "
+                            "train afresh")
+        return None, []
+
+    def restore(self):
+        """Resumes from the newest checkpoint present that restores; damaged newer ones are moved aside (not
+        deleted), a lost or damaged `checkpoint` index file is rebuilt from the files present, and leftovers of
+        an interrupted checkpoint write are removed. Then makes the checkpoint manager."""
+        directory = self.checkpoint_dir
+        for leftover in remove_write_leftovers(directory):
+            print(f"removed {leftover}, left by an interrupted checkpoint write", flush=True)
+        latest, damaged = self._restore_newest(checkpoint_prefixes(directory, complete=False))
+        try:
+            for prefix, damage in damaged:
+                print(f"checkpoint {prefix} is damaged ({damage}): kept aside in {keep_aside(prefix)}", flush=True)
+            last_step = checkpoint_step(latest) if latest else -1
+            kept = [p for p in checkpoint_prefixes(directory) if checkpoint_step(p) <= last_step]
+            index = read_index(directory)
+            if index is None and kept:
+                print(f"rebuilt the checkpoint index of {directory} from the checkpoint files present", flush=True)
+            if index is None or [os.path.basename(p) for p in index] != [os.path.basename(p) for p in kept]:
+                write_index(directory, kept)
+        except OSError as error:
+            raise UserError(f"cannot repair the checkpoints in {directory}: {error}") from None
+        keep = self.options.keep_checkpoints or max(self.hparams.checkpoint_average_count, 1)
+        self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=keep)
+        if latest:
             print(f"resumed from {latest} at step {self.step}", flush=True)
 
+    def _stopped(self, reason):
+        last = self.manager.latest_checkpoint or "none"
+        return UserError(f"{reason}; stopped. Last good checkpoint: {last}")
+
     def save(self):
+        if not self._weights_finite():
+            raise self._stopped(f"weights became non-finite (NaN or Inf) at step {self.step}, not saved")
         now = time.time()
         self.train_seconds.assign_add(now - self._clock)
         self._clock = now
         try:
             path = self.manager.save(checkpoint_number=self.step)
         except (tf.errors.OpError, OSError) as error:
-            last = self.manager.latest_checkpoint or "none"
-            raise UserError(f"could not write a checkpoint at step {self.step} ({error}); last good: {last}") from None
+            raise self._stopped(f"could not write a checkpoint at step {self.step} ({first_line(error)})") from None
         return path
 
     def _log(self, writer, step, loss, rate):
@@ -168,8 +220,7 @@ class Trainer:
             loss, tokens = self.step_fn(self.iterator)
             loss = float(loss)
             if not math.isfinite(loss):
-                last = self.manager.latest_checkpoint or "none"
-                raise UserError(f"loss became {loss} at step {self.step}; stopped. Last good checkpoint: {last}")
+                raise self._stopped(f"loss became {loss} at step {self.step}")
             window_tokens += float(tokens)
             total_tokens += float(tokens)
             step = self.step
