@@ -17,6 +17,7 @@ from t2t_repro.errors import UserError
 from t2t_repro.settings import check_fields, check_interval, field_types, parse_value, setting
 
 _DROPOUT = dict(minimum=0.0)
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +50,20 @@ class HParams:
         choices=("post", "pre"),
     )
     layer_norm_epsilon: float = setting(1e-6, "epsilon of every layer normalization (unstated in the paper)")
+    vocab_multiple: int = setting(
+        1, "embedding rows rounded up to a multiple of this (8 suits tensor cores); the extra ids are never "
+        "predicted and take no label-smoothing mass, so the loss and decoding are those of the real vocabulary"
+    )
+
+    # Numerics (the paper trained in float32 on P100s, section 5.2).
+    precision: str = setting(
+        "float32", "float32 (the paper), mixed_bfloat16 or mixed_float16 (float32 weights, softmaxes, layer-norm "
+        "statistics and loss; mixed_float16 adds dynamic loss scaling)", choices=PRECISIONS,
+    )
+    tf32: bool = setting(
+        True, "on Ampere and newer GPUs, let float32 matmuls run in TF32 (TensorFlow's default); false: strict "
+        "float32 as on the paper's P100s"
+    )
 
     # Training (section 5).
     label_smoothing: float = setting(0.1, "epsilon_ls (section 5.4)", **_DROPOUT)

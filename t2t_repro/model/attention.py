@@ -26,17 +26,28 @@ def scaled_dot_product_attention(q, k, v, bias=None, weights_dropout=None):
     q: [batch, h, query_length, d_k]; k: [batch, h, key_length, d_k]; v: [batch, h, key_length, d_v];
     bias: additive, broadcastable to [batch, h, query_length, key_length];
     weights_dropout: optional callable applied to the attention weights before they weigh the values.
-    Returns (output [batch, h, query_length, d_v], weights [batch, h, query_length, key_length]).
+    Returns (output [batch, h, query_length, d_v], weights [batch, h, query_length, key_length]). The softmax
+    is computed in float32 whatever the dtype of q, k and v (mixed precision), and its weights are float32.
 
     Heads come before positions, so both products are batched matmuls without transposes inside. Q K^T is an
     einsum, not a MatMul, which oneDNN would fuse with the mask's addition into a kernel rebuilt for every length.
     """
     logits = tf.einsum("bhqd,bhkd->bhqk", q * (q.shape[-1] ** -0.5), k)
+    if logits.dtype != tf.float32:  # mixed precision: the softmax in float32
+        logits = tf.cast(logits, tf.float32)
     if bias is not None:
-        logits += bias
+        logits += _float32_bias(bias)
     weights = tf.nn.softmax(logits)
     dropped = weights_dropout(weights) if weights_dropout is not None else weights
-    return tf.matmul(dropped, v), weights
+    return tf.matmul(tf.cast(dropped, v.dtype), v), weights
+
+
+def _float32_bias(bias):
+    """The bias in float32. Keras casts a mixed-precision layer's float inputs to its compute dtype, where
+    MASK_VALUE is -inf in float16: clamp it back, so that a row whose every key is masked has no NaN."""
+    if bias.dtype == tf.float32:
+        return bias
+    return tf.maximum(tf.cast(bias, tf.float32), MASK_VALUE)
 
 
 def call_outputs(output, cache=None, attention_scores=None):
@@ -96,13 +107,14 @@ class MultiHeadAttention(keras.layers.Layer):
         self.self_attention = self_attention
         self.use_bias = use_bias
         keys_values = num_heads * (d_k + d_v)
+        dense = dict(use_bias=use_bias, dtype=self.dtype_policy)
         if self_attention:
-            self.qkv_dense = keras.layers.Dense(num_heads * d_k + keys_values, use_bias=use_bias, name="qkv")
+            self.qkv_dense = keras.layers.Dense(num_heads * d_k + keys_values, name="qkv", **dense)
         else:
-            self.q_dense = keras.layers.Dense(num_heads * d_k, use_bias=use_bias, name="q")
-            self.kv_dense = keras.layers.Dense(keys_values, use_bias=use_bias, name="kv")
-        self.output_dense = keras.layers.Dense(d_model, use_bias=use_bias, name="output")
-        self.weights_dropout = keras.layers.Dropout(attention_dropout)
+            self.q_dense = keras.layers.Dense(num_heads * d_k, name="q", **dense)
+            self.kv_dense = keras.layers.Dense(keys_values, name="kv", **dense)
+        self.output_dense = keras.layers.Dense(d_model, name="output", **dense)
+        self.weights_dropout = keras.layers.Dropout(attention_dropout, dtype="float32")  # on float32 weights
 
     def _split_heads(self, x, depth):
         """[batch, length, h * depth] -> [batch, h, length, depth]."""

@@ -43,14 +43,16 @@ class TokenEmbedding(keras.layers.Layer):
         return tf.gather(self.embeddings, ids) * math.sqrt(self.d_model)
 
     def project(self, x):
-        """Logits over the vocabulary: x times the transposed embedding matrix."""
+        """float32 logits over the vocabulary: x times the transposed embedding matrix, multiplied in x's dtype
+        (the compute dtype of a mixed-precision model) and returned in float32 for the softmax."""
         if not self.built:
             self.build()
         # One 2-D matmul over all positions: a batched matmul against the shared matrix would make its
         # gradient materialise one [vocab_size, d_model] product per sentence before summing them.
         flat = tf.reshape(x, [-1, self.d_model])
-        logits = tf.matmul(flat, self.embeddings, transpose_b=True)
-        return tf.reshape(logits, tf.concat([tf.shape(x)[:-1], [self.vocab_size]], axis=0))
+        logits = tf.matmul(flat, tf.cast(self.embeddings, x.dtype), transpose_b=True)
+        logits = tf.reshape(logits, tf.concat([tf.shape(x)[:-1], [self.vocab_size]], axis=0))
+        return tf.cast(logits, tf.float32)
 
     def get_config(self):
         config = super().get_config()
@@ -62,7 +64,8 @@ def sinusoid_position_encoding(length, d_model, start=0):
     """PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(same) for pos in [start, start+length).
 
     Section 3.5, with even dimensions sines and odd dimensions cosines, interleaved as the formula says.
-    Returns a float32 tensor [length, d_model]; `length` and `start` may be tensors.
+    Returns a float32 tensor [length, d_model]; `length` and `start` may be tensors. Made in float32 also for
+    a mixed-precision model (which adds it in its compute dtype): positions past 256 are not exact in bfloat16.
     """
     positions = tf.cast(tf.range(start, start + length), tf.float32)[:, tf.newaxis]
     pair_index = np.arange(d_model) // 2  # i for dimensions 2i and 2i+1

@@ -21,9 +21,9 @@ class FeedForward(keras.layers.Layer):
         self.d_model = d_model
         self.d_ff = d_ff
         self.relu_dropout = relu_dropout
-        self.inner = keras.layers.Dense(d_ff, activation="relu", name="inner")
-        self.dropout = keras.layers.Dropout(relu_dropout)
-        self.outer = keras.layers.Dense(d_model, name="outer")
+        self.inner = keras.layers.Dense(d_ff, activation="relu", name="inner", dtype=self.dtype_policy)
+        self.dropout = keras.layers.Dropout(relu_dropout, dtype=self.dtype_policy)
+        self.outer = keras.layers.Dense(d_model, name="outer", dtype=self.dtype_policy)
 
     def call(self, x, training=None):
         return self.outer(self.dropout(self.inner(x), training=training))

@@ -32,8 +32,8 @@ class SublayerConnection(keras.layers.Layer):
         self.dropout = dropout
         self.norm_placement = norm_placement
         self.layer_norm_epsilon = layer_norm_epsilon
-        self.norm = LayerNormalization(epsilon=layer_norm_epsilon, name="norm")
-        self.residual_dropout = keras.layers.Dropout(dropout)
+        self.norm = LayerNormalization(epsilon=layer_norm_epsilon, name="norm", dtype=self.dtype_policy)
+        self.residual_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
 
     def call(self, x, sublayer, training=None):
         if self.norm_placement == "pre":
@@ -49,7 +49,8 @@ class SublayerConnection(keras.layers.Layer):
 
 
 class _TransformerLayer(HParamsConfig, keras.layers.Layer):
-    """What the encoder and decoder layers share: the feed-forward sub-layer, built from one HParams.
+    """What the encoder and decoder layers share: the feed-forward sub-layer, built from one HParams. Sub-layers
+    take this layer's dtype policy (mixed precision).
 
     Args:
         hparams: a `t2t_repro.hparams_type.HParams`; the layer reads d_model, d_ff, num_heads, d_k, d_v,
@@ -59,17 +60,21 @@ class _TransformerLayer(HParamsConfig, keras.layers.Layer):
     def __init__(self, hparams, **kwargs):
         super().__init__(**kwargs)
         self.hparams = hparams
-        self.feed_forward = FeedForward(hparams.d_model, hparams.d_ff, hparams.relu_dropout, name="feed_forward")
+        self.feed_forward = FeedForward(
+            hparams.d_model, hparams.d_ff, hparams.relu_dropout, name="feed_forward", dtype=self.dtype_policy
+        )
 
     def _attention(self, self_attention, name):
         h = self.hparams
         return MultiHeadAttention(
-            h.num_heads, h.d_k, h.d_v, h.d_model, h.attention_dropout, self_attention, h.attention_bias, name=name
+            h.num_heads, h.d_k, h.d_v, h.d_model, h.attention_dropout, self_attention, h.attention_bias, name=name,
+            dtype=self.dtype_policy,
         )
 
     def _connection(self, name):
         h = self.hparams
-        return SublayerConnection(h.dropout, h.norm_placement, h.layer_norm_epsilon, name=name)
+        return SublayerConnection(h.dropout, h.norm_placement, h.layer_norm_epsilon, name=name,
+                                  dtype=self.dtype_policy)
 
     @staticmethod
     def _attend(connection, attention, x, side, name, training, **attention_args):

@@ -26,7 +26,10 @@ class Transformer(HParamsConfig, keras.Model):
         hparams: a `t2t_repro.hparams_type.HParams`; the model reads its architecture: num_layers, d_model,
             d_ff, num_heads, d_k, d_v, attention_bias (equation 4), dropout, attention_dropout, relu_dropout,
             shared_embedding (section 3.4), position_encoding (section 3.5, Table 3 row E), max_position,
-            norm_placement, layer_norm_epsilon.
+            norm_placement, layer_norm_epsilon, vocab_multiple (embedding rows padded past vocab_size) and
+            precision (the Keras dtype policy: float32, or mixed_bfloat16 / mixed_float16, whose float32 islands
+            are the attention softmax, the layer-normalization statistics, the positional encodings and the
+            logits).
         vocab_size: size of the shared source/target vocabulary.
 
     Call arguments:
@@ -35,7 +38,7 @@ class Transformer(HParamsConfig, keras.Model):
         return_attention_scores: also return the attention weights of every layer, {ENCODER_SELF_ATTENTION,
             DECODER_SELF_ATTENTION, ENCODER_DECODER_ATTENTION: [per layer, [batch, h, queries, keys]]}.
 
-    Returns logits [batch, target_length, vocab_size] (teacher forcing), or (logits, weights). Training takes
+    Returns float32 logits [batch, target_length, vocab_size] (teacher forcing), or (logits, weights). Training takes
     `final_states` and `output_matrix` instead, so that the loss can include the projection
     (`projected_label_smoothed_cross_entropy`). Beam search takes `scoring_function` (section 6.1).
 
@@ -46,30 +49,40 @@ class Transformer(HParamsConfig, keras.Model):
     """
 
     def __init__(self, hparams, vocab_size, **kwargs):
+        # The precision policy (float32 weights; mixed_* compute in bfloat16 or float16) is the hparams' unless
+        # a `dtype` is given, e.g. a float32 serving graph of a mixed-precision run.
+        kwargs.setdefault("dtype", hparams.precision)
         super().__init__(**kwargs)
         self.hparams = hparams
         self.vocab_size = vocab_size
         d_model = hparams.d_model
+        rows = padded_vocab_size(vocab_size, hparams.vocab_multiple)
+        sublayer = {"dtype": self.dtype_policy}
 
         source_name = "shared_embedding" if hparams.shared_embedding else "source_embedding"
-        self.source_embedding = TokenEmbedding(vocab_size, d_model, name=source_name)
+        self.source_embedding = TokenEmbedding(rows, d_model, name=source_name, **sublayer)
         if hparams.shared_embedding:
             self.target_embedding = self.output_projection = self.source_embedding
         else:
-            self.target_embedding = TokenEmbedding(vocab_size, d_model, name="target_embedding")
-            self.output_projection = TokenEmbedding(vocab_size, d_model, name="output_projection")
+            self.target_embedding = TokenEmbedding(rows, d_model, name="target_embedding", **sublayer)
+            self.output_projection = TokenEmbedding(rows, d_model, name="output_projection", **sublayer)
         positions = (d_model, hparams.position_encoding, hparams.max_position)
-        self.source_positions = PositionEncoding(*positions, name="source_positions")
-        self.target_positions = PositionEncoding(*positions, name="target_positions")
-        self.source_dropout = keras.layers.Dropout(hparams.dropout)
-        self.target_dropout = keras.layers.Dropout(hparams.dropout)
+        self.source_positions = PositionEncoding(*positions, name="source_positions", **sublayer)
+        self.target_positions = PositionEncoding(*positions, name="target_positions", **sublayer)
+        self.source_dropout = keras.layers.Dropout(hparams.dropout, **sublayer)
+        self.target_dropout = keras.layers.Dropout(hparams.dropout, **sublayer)
         # Tuples, not lists: tf.train.Checkpoint does not see into the lists Keras 3 tracks, but does into tuples.
-        self.encoder_layers = tuple(EncoderLayer(hparams, name=f"encoder_{i}") for i in range(hparams.num_layers))
-        self.decoder_layers = tuple(DecoderLayer(hparams, name=f"decoder_{i}") for i in range(hparams.num_layers))
+        self.encoder_layers = tuple(
+            EncoderLayer(hparams, name=f"encoder_{i}", **sublayer) for i in range(hparams.num_layers)
+        )
+        self.decoder_layers = tuple(
+            DecoderLayer(hparams, name=f"decoder_{i}", **sublayer) for i in range(hparams.num_layers)
+        )
         # Pre-norm stacks end with a normalization; post-norm layers already end normalized.
         if hparams.norm_placement == "pre":
-            self.encoder_norm = LayerNormalization(epsilon=hparams.layer_norm_epsilon, name="encoder_norm")
-            self.decoder_norm = LayerNormalization(epsilon=hparams.layer_norm_epsilon, name="decoder_norm")
+            epsilon = hparams.layer_norm_epsilon
+            self.encoder_norm = LayerNormalization(epsilon=epsilon, name="encoder_norm", **sublayer)
+            self.decoder_norm = LayerNormalization(epsilon=epsilon, name="decoder_norm", **sublayer)
 
     def _final_norm(self, x, norm_name):
         return getattr(self, norm_name)(x) if self.hparams.norm_placement == "pre" else x
@@ -106,7 +119,7 @@ class Transformer(HParamsConfig, keras.Model):
     def decode(self, decoder_inputs, memory, memory_bias, training=None):
         """Teacher-forced decoder: logits [batch, length, vocab] for already shifted decoder inputs."""
         states, _ = self._decode_states(decoder_inputs, memory, memory_bias, training)
-        return self.output_projection.project(states)
+        return self.logits(states)
 
     def final_states(self, features, training=None, return_attention_scores=False):
         """The decoder's final states [batch, target_length, d_model] for a batch, before the pre-softmax
@@ -126,14 +139,23 @@ class Transformer(HParamsConfig, keras.Model):
 
     @property
     def output_matrix(self):
-        """The pre-softmax matrix [vocab_size, d_model] (the shared embedding matrix, section 3.4)."""
+        """The pre-softmax matrix [rows, d_model] (the shared embedding matrix, section 3.4); rows past
+        vocab_size are padding (hparams.vocab_multiple)."""
         return self.output_projection.embeddings
+
+    def logits(self, states):
+        """float32 logits [..., vocab_size] of final decoder states: the pre-softmax projection, computed in
+        the model's compute dtype, without the padding rows of the embedding matrix (never predicted)."""
+        logits = self.output_projection.project(states)
+        if logits.shape[-1] != self.vocab_size:
+            logits = logits[..., : self.vocab_size]
+        return logits
 
     def call(self, features, training=None, return_attention_scores=False):
         if not return_attention_scores:
-            return self.output_projection.project(self.final_states(features, training=training))
+            return self.logits(self.final_states(features, training=training))
         states, weights = self.final_states(features, training=training, return_attention_scores=True)
-        return self.output_projection.project(states), weights
+        return self.logits(states), weights
 
     @property
     def max_target_length(self):
@@ -168,7 +190,7 @@ class Transformer(HParamsConfig, keras.Model):
             for layer, layer_memory, cache in zip(self.decoder_layers, memory_kv, caches):
                 x, cache = layer(x, memory=layer_memory, memory_bias=memory_bias, cache=cache)
                 new_caches.append(cache)
-            return self.output_projection.project(self._final_norm(x, "decoder_norm"))[:, 0], new_caches
+            return self.logits(self._final_norm(x, "decoder_norm"))[:, 0], new_caches
 
         rows, h = tf.shape(memory)[0], self.hparams
         empty = {
@@ -181,9 +203,17 @@ class Transformer(HParamsConfig, keras.Model):
         return {**super().get_config(), "vocab_size": self.vocab_size}
 
 
-def build_transformer(hparams, vocab_size):
-    """A Transformer for `hparams` with every weight created (by one call on a one-token batch)."""
-    model = Transformer(hparams, vocab_size)
+def padded_vocab_size(vocab_size, multiple):
+    """vocab_size rounded up to a multiple of `multiple`: the rows of the embedding matrix."""
+    return -(-vocab_size // multiple) * multiple
+
+
+def build_transformer(hparams, vocab_size, precision=None):
+    """A Transformer for `hparams` with every weight created (by one call on a one-token batch).
+
+    `precision` (a Keras dtype policy name) overrides hparams.precision, e.g. "float32" to serve a
+    mixed-precision run in float32; the weights are float32 whatever the policy, so any checkpoint restores."""
+    model = Transformer(hparams, vocab_size, **({"dtype": precision} if precision else {}))
     ones = tf.ones([1, 1], tf.int32)
     model({"inputs": ones, "targets": ones})
     return model

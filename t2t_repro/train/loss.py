@@ -4,6 +4,9 @@ import tensorflow as tf
 
 from t2t_repro.special_tokens import PAD_ID
 
+# Added to the logits of padding rows of the vocabulary: exp() of it underflows to exactly 0.
+MASK_VALUE = -1e9
+
 
 def label_smoothed_cross_entropy(labels, logits, smoothing):
     """Sum of the smoothed cross entropy over real target tokens, and the number of those tokens.
@@ -27,25 +30,31 @@ def label_smoothed_cross_entropy(labels, logits, smoothing):
     )
 
 
-def projected_label_smoothed_cross_entropy(labels, states, output_matrix, smoothing):
-    """`label_smoothed_cross_entropy(labels, states @ output_matrix^T, smoothing)`, with the projection inside.
+def projected_label_smoothed_cross_entropy(labels, states, output_matrix, smoothing, vocab_size=None):
+    """`label_smoothed_cross_entropy(labels, states @ output_matrix[:vocab_size]^T, smoothing)`, with the
+    projection inside.
 
     The training step's form of the loss: the decoder's final states and the pre-softmax matrix (the shared
     embedding matrix, section 3.4) come in, and the gradient flows to both without the [tokens, vocab]
-    gradient of the logits ever being formed (see `_projected_token_losses`).
+    gradient of the logits ever being formed (see `_projected_token_losses`). The products run in the states'
+    dtype (bfloat16 or float16 under mixed precision); the softmax statistics and the loss are float32.
 
     Args:
         labels: int [batch, length].
         states: float [batch, length, d_model].
-        output_matrix: float [vocab_size, d_model]; logits are states times its transpose.
+        output_matrix: float [rows, d_model]; logits are states times its transpose.
         smoothing: epsilon_ls.
+        vocab_size: the real vocabulary, when output_matrix has padding rows past it (never predicted, no
+            smoothing mass); None: every row is real.
     Returns:
         (loss_sum, token_count), float32 scalars.
     """
-    flat_states = tf.reshape(tf.cast(states, tf.float32), [-1, tf.shape(states)[-1]])
+    flat_states = tf.reshape(states, [-1, tf.shape(states)[-1]])
     matrix = tf.cast(output_matrix, tf.float32)
+    rows = output_matrix.shape[0]
+    padding = 0 if vocab_size is None else rows - vocab_size
     return _sum_over_real_tokens(
-        labels, lambda flat_labels: _projected_token_losses(flat_states, matrix, flat_labels, smoothing)
+        labels, lambda flat_labels: _projected_token_losses(flat_states, matrix, flat_labels, smoothing, padding)
     )
 
 
@@ -92,7 +101,7 @@ def _smoothed_token_losses(logits, labels, smoothing):
     return token_losses(logits)
 
 
-def _projected_token_losses(states, matrix, labels, smoothing):
+def _projected_token_losses(states, matrix, labels, smoothing, padding=0):
     """`_smoothed_token_losses(states @ matrix^T, labels, smoothing)` with its gradient written by hand.
 
     With z = x E^T, softmax(z) = S / n (S = exp(z - max z), n its row sums) and u the upstream gradient per
@@ -102,15 +111,26 @@ def _projected_token_losses(states, matrix, labels, smoothing):
     so the row scalings land on the [tokens, d_model] side, and the two matmuls read S as the forward pass
     left it. The [tokens, vocab] gradient of the logits, three elementwise passes over it and its scatter are
     never made, and mean_k(z) is x . mean_k(E_k) instead of a pass over the logits.
+
+    The three products take x's dtype (mixed precision); everything else is float32. The last `padding` rows
+    of E are masked out of the softmax (S is 0 there) and out of the smoothing's mean and its gradient.
     """
+    compute_dtype = states.dtype
+
+    def product(a, b, **kwargs):
+        return tf.cast(tf.matmul(tf.cast(a, compute_dtype), tf.cast(b, compute_dtype), **kwargs), tf.float32)
 
     @tf.custom_gradient
-    def token_losses(x, embedding_matrix):
-        shifted_exp, normalizer, log_normalizer = _softmax_statistics(
-            tf.matmul(x, embedding_matrix, transpose_b=True)
-        )
+    def token_losses(x_in, embedding_matrix):
+        x = tf.cast(x_in, tf.float32)
+        logits = product(x_in, embedding_matrix, transpose_b=True)
+        real_rows = embedding_matrix
+        if padding:
+            real_rows = embedding_matrix[:-padding]
+            logits += tf.concat([tf.zeros([tf.shape(real_rows)[0]]), tf.fill([padding], MASK_VALUE)], axis=0)
+        shifted_exp, normalizer, log_normalizer = _softmax_statistics(logits)
         label_rows = tf.gather(embedding_matrix, labels)
-        mean_row = tf.reduce_mean(embedding_matrix, axis=0)
+        mean_row = tf.reduce_mean(real_rows, axis=0)
         loss = (
             log_normalizer
             - (1.0 - smoothing) * tf.reduce_sum(x * label_rows, axis=-1)
@@ -121,17 +141,18 @@ def _projected_token_losses(states, matrix, labels, smoothing):
             row_scale = (upstream / normalizer)[:, tf.newaxis]
             upstream = upstream[:, tf.newaxis]
             dx = (
-                row_scale * tf.matmul(shifted_exp, embedding_matrix)
+                row_scale * product(shifted_exp, embedding_matrix)
                 - (1.0 - smoothing) * upstream * label_rows
                 - smoothing * upstream * mean_row
             )
             weighted_x = upstream * x
-            vocab_size = tf.cast(tf.shape(embedding_matrix)[0], x.dtype)
-            d_matrix = tf.matmul(shifted_exp, row_scale * x, transpose_a=True) - (smoothing / vocab_size) * (
-                tf.reduce_sum(weighted_x, axis=0)
-            )
+            vocab_size = tf.cast(tf.shape(real_rows)[0], x.dtype)
+            smoothing_part = (smoothing / vocab_size) * tf.reduce_sum(weighted_x, axis=0)
+            if padding:
+                smoothing_part = tf.pad(tf.broadcast_to(smoothing_part, tf.shape(real_rows)), [[0, padding], [0, 0]])
+            d_matrix = product(shifted_exp, row_scale * x, transpose_a=True) - smoothing_part
             d_matrix = tf.tensor_scatter_nd_sub(d_matrix, labels[:, tf.newaxis], (1.0 - smoothing) * weighted_x)
-            return dx, d_matrix
+            return tf.cast(dx, compute_dtype), d_matrix
 
         return loss, gradient
 

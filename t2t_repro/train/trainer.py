@@ -19,10 +19,18 @@ from t2t_repro.train.checkpoints import (
     RESTORE_ERRORS, checkpoint_prefixes, checkpoint_step, find_damage, first_line, keep_aside, read_index,
     remove_write_leftovers, write_index,
 )
+from t2t_repro.train.devices import device_summary
 from t2t_repro.train.optimizer import make_optimizer
 from t2t_repro.train.options import DEFAULT_DEVICE_BATCH_TOKENS
+from t2t_repro.train.precision import (
+    configure_tf32, inner_optimizer, loss_scale_state, precision_line, with_loss_scaling,
+)
 from t2t_repro.train.step import TrainStep
 from t2t_repro.train.strategy import is_chief, make_strategy, worker_position
+
+# Under float16 an update whose gradients overflow is skipped and the loss scale lowered; a loss that is itself
+# non-finite this many updates in a row is not an overflow the scale can cure, and stops the run.
+NON_FINITE_LOSS_PATIENCE = 10
 
 def default_checkpoint_steps(hparams):
     """Steps between checkpoints besides the 10-minute clock: about four averaging windows over the run.
@@ -63,6 +71,8 @@ class Trainer:
         self.problem = problem
         self.options = options
         self.strategy = make_strategy(options.strategy, options.tpu)
+        configure_tf32(hparams.tf32)
+        self.device = device_summary(self.strategy)
         keras.utils.set_random_seed(options.seed)
         self.chief = is_chief(self.strategy)
         self.workers, self.worker_index = worker_position(self.strategy)
@@ -82,8 +92,9 @@ class Trainer:
         self.vocabulary = self.problem.vocabulary(data_dir)
         with self.strategy.scope():
             self.model = build_transformer(self.hparams, self.vocabulary.vocab_size)
-            self.optimizer = make_optimizer(self.hparams)
+            self.optimizer = with_loss_scaling(make_optimizer(self.hparams), self.hparams)
             self.optimizer.build(self.model.trainable_variables)
+            self.skipped_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
         train = self.problem.dataset("train", data_dir).shard(self.workers, self.worker_index)
         batches = token_batches(
             train, self.micro_batch_tokens, self.hparams.max_length, shuffle=True, seed=self.options.seed,
@@ -94,15 +105,22 @@ class Trainer:
         rng_state = {v.path: v for v in self.model.non_trainable_variables}
         # Training time summed over every session of the run (for Table 2's cost estimate).
         self.train_seconds = tf.Variable(0.0, dtype=tf.float64, trainable=False)
-        self.checkpoint = tf.train.Checkpoint(
-            model=self.model, optimizer=self.optimizer, data=self.iterator, rng=rng_state,
-            train_seconds=self.train_seconds,
-        )
+        # The optimizer's own state is the same in every precision, so that checkpoints interchange; float16
+        # runs add their loss scale and count of skipped updates.
+        state = dict(model=self.model, optimizer=inner_optimizer(self.optimizer), data=self.iterator, rng=rng_state,
+                     train_seconds=self.train_seconds)
+        self.loss_scale = loss_scale_state(self.optimizer)
+        self.checkpoint = self._checkpoint_without_scale = tf.train.Checkpoint(**state)
+        if self.loss_scale:
+            self.checkpoint = tf.train.Checkpoint(
+                **state, loss_scale={**self.loss_scale, "skipped_steps": self.skipped_steps}
+            )
         if not self.chief:  # every worker saves (it may take part in collectives); only the chief's count
             checkpoint_dir = os.path.join(checkpoint_dir, f"worker-{self.worker_index}")
         self.checkpoint_dir = checkpoint_dir
         self.step_fn = TrainStep(
-            self.model, self.optimizer, self.strategy, self.hparams.label_smoothing, self.accumulation
+            self.model, self.optimizer, self.strategy, self.hparams.label_smoothing, self.accumulation,
+            jit_compile=self.options.xla,
         )
 
     @property
@@ -122,7 +140,7 @@ class Trainer:
         damaged = []
         for prefix in reversed(prefixes):
             try:
-                self.checkpoint.restore(prefix).assert_existing_objects_matched()
+                self._checkpoint_for(prefix).restore(prefix).assert_existing_objects_matched()
             except RESTORE_ERRORS as error:
                 damage = find_damage(prefix)
                 if damage is None:
@@ -137,6 +155,17 @@ class Trainer:
             raise UserError(f"no checkpoint in {self.checkpoint_dir} restores ({details}); move them away to "
                             "train afresh")
         return None, []
+
+    def _checkpoint_for(self, prefix):
+        """What to restore `prefix` into: without the loss scale when a float16 run resumes a checkpoint of
+        another precision (the hparams check lets that happen only when the user asks), whose scale restarts."""
+        if self.checkpoint is self._checkpoint_without_scale:
+            return self.checkpoint
+        try:
+            names = [name for name, _ in tf.train.list_variables(prefix)]
+        except RESTORE_ERRORS:
+            return self.checkpoint  # damaged: restoring it reports the damage
+        return self.checkpoint if any(n.startswith("loss_scale/") for n in names) else self._checkpoint_without_scale
 
     def restore(self):
         """Resumes from the newest checkpoint present that restores; damaged newer ones are moved aside (not
@@ -181,9 +210,12 @@ class Trainer:
 
     def _log(self, writer, step, loss, rate):
         learning_rate = float(self.optimizer.learning_rate)
+        scaling = {}
+        if self.loss_scale:
+            scaling = {"loss_scale": float(self.loss_scale["scale"]), "skipped_steps": int(self.skipped_steps)}
         print(
             f"step {step}/{self.hparams.train_steps}  loss {loss:.4f}  lr {learning_rate:.3g}  "
-            f"{rate:,.0f} target tokens/s",
+            f"{rate:,.0f} target tokens/s" + "".join(f"  {name} {value:g}" for name, value in scaling.items()),
             flush=True,
         )
         if writer:
@@ -191,6 +223,22 @@ class Trainer:
                 tf.summary.scalar("loss", loss)
                 tf.summary.scalar("learning_rate", learning_rate)
                 tf.summary.scalar("target_tokens_per_s", rate)
+                for name, value in scaling.items():
+                    tf.summary.scalar(name, value)
+
+    def _check_loss(self, loss, previous_step, non_finite_run):
+        """The number of non-finite losses in a row after this update; stops the run on a non-finite loss,
+        except under float16 while the updates it skips (counted in skipped_steps) may yet recover."""
+        skipped = self.step == previous_step
+        if skipped:
+            self.skipped_steps.assign_add(1)
+        if math.isfinite(loss):
+            return 0
+        non_finite_run += 1
+        if not (self.loss_scale and skipped) or non_finite_run >= NON_FINITE_LOSS_PATIENCE:
+            in_a_row = f" ({non_finite_run} updates in a row)" if self.loss_scale else ""
+            raise self._stopped(f"loss became {loss} at step {self.step}{in_a_row}")
+        return non_finite_run
 
     def train(self, data_dir, checkpoint_dir, summary_dir=None, evaluate=None, description=""):
         """Trains up to hparams.train_steps updates; returns statistics of this session's training.
@@ -207,6 +255,7 @@ class Trainer:
         self.restore()
         writer = tf.summary.create_file_writer(summary_dir) if self.chief and summary_dir else None
         evaluate = evaluate if self.chief else None
+        print(precision_line(self.hparams, self.device) + (", XLA" if options.xla else ""), flush=True)
         print(
             f"training {description}: {self.model.count_params():,} parameters, "
             f"{self.strategy.num_replicas_in_sync} replica(s) x {self.accumulation} micro-batch(es) of "
@@ -216,11 +265,14 @@ class Trainer:
         last_step = self.hparams.train_steps
         start = self._clock = window_start = time.time()  # save() moves _clock to its own time
         window_tokens = total_tokens = 0.0
+        non_finite_run = 0
         while self.step < last_step:
+            previous_step = self.step
             loss, tokens = self.step_fn(self.iterator)
             loss = float(loss)
-            if not math.isfinite(loss):
-                raise self._stopped(f"loss became {loss} at step {self.step}")
+            non_finite_run = self._check_loss(loss, previous_step, non_finite_run)
+            if self.step == previous_step:
+                continue
             window_tokens += float(tokens)
             total_tokens += float(tokens)
             step = self.step
@@ -240,6 +292,12 @@ class Trainer:
             "train_seconds": float(self.train_seconds.numpy()),
             "target_tokens_per_s": total_tokens / session_seconds if total_tokens else None,
             "devices": self.strategy.num_replicas_in_sync,
-            "device_kind": "GPU" if tf.config.list_logical_devices("GPU") else "CPU",
+            "device_kind": self.device["type"],
+            "device_name": self.device["name"],
+            "compute_capability": self.device["compute_capability"],
+            "precision": self.hparams.precision,
+            "tf32": self.hparams.tf32,
+            "xla": self.options.xla,
+            "skipped_steps": int(self.skipped_steps),
             "accumulation_steps": self.accumulation,
         }
