@@ -33,6 +33,10 @@ class RunConfig:
     skip_average: bool = setting(False, "do not average the last checkpoints at the end")
     skip_test: bool = setting(False, "do not decode and score the test split at the end")
     skip_export: bool = setting(False, "do not export a SavedModel at the end")
+    allow_precision_change: bool = setting(
+        False, "resume a run whose hparams differ from its saved ones in precision or tf32 only (checkpoints "
+        "hold float32 weights in every precision)"
+    )
     command_line: tuple = ()
 
     def __post_init__(self):

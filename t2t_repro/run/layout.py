@@ -2,7 +2,8 @@
 
     output_dir/
       hparams.json          the resolved HParams of the run
-      run.json              problem, hparams set, overrides, data_dir, command line
+      run.json              problem, hparams set, overrides, data_dir, command line, environment (device,
+                            devices, precision, XLA)
       checkpoints/ckpt-N    training checkpoints (model, optimizer, step, data position), keep last K
       averaged/ckpt-N       the average of the last K training checkpoints (model weights only)
       train/, dev/          TensorBoard summaries of training and of dev evaluation
@@ -21,6 +22,10 @@ from t2t_repro.safe_write import write_json
 from t2t_repro.train.checkpoints import checkpoint_step, latest_checkpoint
 
 
+# The hparams a run may change between sessions when asked (--allow_precision_change).
+NUMERICS_KEYS = ("precision", "tf32")
+
+
 @dataclasses.dataclass(frozen=True)
 class RunInfo:
     """What a run was started with: enough to rebuild its problem, vocabulary and model."""
@@ -30,6 +35,8 @@ class RunInfo:
     hparams_overrides: str
     data_dir: str
     command_line: tuple = ()
+    # What the latest session trains on and how: device model and kind, devices, precision, TF32, XLA.
+    environment: dict = dataclasses.field(default_factory=dict)
 
 
 class RunLayout:
@@ -80,7 +87,8 @@ class RunLayout:
     def load_info(self):
         values = read_json(self.info_file, "run description")
         fields = [f.name for f in dataclasses.fields(RunInfo)]
-        required = [f.name for f in dataclasses.fields(RunInfo) if f.default is dataclasses.MISSING]
+        required = [f.name for f in dataclasses.fields(RunInfo)
+                    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
         missing = [name for name in required if name not in values]
         unknown = sorted(set(values) - set(fields))
         if missing or unknown:
@@ -91,9 +99,11 @@ class RunLayout:
         wrong = [name for name in required if not isinstance(values[name], str)]
         if not isinstance(command_line, list) or not all(isinstance(arg, str) for arg in command_line):
             wrong.append("command_line")
+        if not isinstance(values.get("environment", {}), dict):
+            wrong.append("environment")
         if wrong:
             raise UserError(f"{self.info_file} is not a t2t-repro run description: {', '.join(wrong)} must be "
-                            "text (command_line: a list of text)")
+                            "text (command_line: a list of text; environment: an object)")
         return RunInfo(**dict(values, command_line=tuple(command_line)))
 
     def load_hparams(self):
@@ -106,9 +116,10 @@ class RunLayout:
         except UserError as error:
             raise UserError(f"{self.hparams_file}: {error}") from None
 
-    def check_restart(self, hparams, info):
+    def check_restart(self, hparams, info, allow_precision_change=False):
         """Raises UserError when output_dir cannot take this run: it is not a directory, or it holds a run of
-        other hparams or of another problem. Writes nothing, so the trainer checks before generating data."""
+        other hparams (other than train_steps, and precision and tf32 when `allow_precision_change`) or of
+        another problem. Writes nothing, so the trainer checks before generating data."""
         if os.path.exists(self.output_dir) and not os.path.isdir(self.output_dir):
             raise UserError(f"--output_dir={self.output_dir} is a file, not a directory; name a directory")
         if not (os.path.exists(self.hparams_file) or os.path.exists(self.info_file)):
@@ -119,14 +130,20 @@ class RunLayout:
                             "use a new --output_dir")
         saved = self.load_hparams()
         # train_steps may grow between sessions: extending a finished run is a restart, not a new experiment.
-        differing = [key for key in saved.differing_keys(hparams) if key != "train_steps"]
+        # Checkpoints hold float32 weights in every precision, so a run may change precision if the user asks.
+        exempt = {"train_steps"} | (set(NUMERICS_KEYS) if allow_precision_change else set())
+        differing = [key for key in saved.differing_keys(hparams) if key not in exempt]
         if differing:
             details = ", ".join(f"{k}: saved {getattr(saved, k)!r}, now {getattr(hparams, k)!r}" for k in differing)
-            raise UserError(f"{self.output_dir} holds a run with different hparams ({details}); use a new --output_dir")
+            hint = ""
+            if set(differing) <= set(NUMERICS_KEYS):
+                hint = ", or --allow_precision_change to resume it in the new precision"
+            raise UserError(f"{self.output_dir} holds a run with different hparams ({details}); use a new "
+                            f"--output_dir{hint}")
 
-    def record(self, hparams, info):
+    def record(self, hparams, info, allow_precision_change=False):
         """Creates output_dir and records the run; a restart whose hparams or problem differ is refused."""
-        self.check_restart(hparams, info)
+        self.check_restart(hparams, info, allow_precision_change)
         try:
             os.makedirs(self.output_dir, exist_ok=True)
         except OSError as error:

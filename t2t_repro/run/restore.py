@@ -10,6 +10,7 @@ from t2t_repro.hparams_type import HParams
 from t2t_repro.model import build_transformer
 from t2t_repro.run.layout import RunInfo, RunLayout
 from t2t_repro.train.checkpoints import restore_model
+from t2t_repro.train.precision import configure_tf32
 
 
 @dataclasses.dataclass
@@ -31,8 +32,11 @@ class LoadedRun:
         return defaults.override(**flags)
 
 
-def restore_run(output_dir, checkpoint=None):
-    """Rebuilds the run's model and restores its weights from `checkpoint` (default: the layout's latest)."""
+def restore_run(output_dir, checkpoint=None, precision="float32"):
+    """Rebuilds the run's model and restores its weights from `checkpoint` (default: the layout's latest).
+
+    The model computes in `precision` (a Keras dtype policy: float32, mixed_bfloat16 or mixed_float16),
+    whatever precision the run trained in: its checkpoints hold float32 weights."""
     layout = RunLayout(output_dir)
     info = layout.load_info()
     hparams = layout.load_hparams()
@@ -43,6 +47,7 @@ def restore_run(output_dir, checkpoint=None):
         raise UserError(f"no checkpoint in {output_dir}; train first with t2t-repro-trainer")
     if not tf.io.gfile.exists(checkpoint + ".index"):
         raise UserError(f"checkpoint {checkpoint} not found")
-    model = build_transformer(hparams, vocabulary.vocab_size)
+    configure_tf32(hparams.tf32)
+    model = build_transformer(hparams, vocabulary.vocab_size, precision)
     restore_model(model, checkpoint)
     return LoadedRun(layout, info, hparams, problem, vocabulary, model, checkpoint)

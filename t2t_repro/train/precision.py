@@ -18,15 +18,11 @@ def configure_tf32(enabled):
     tf.config.experimental.enable_tensor_float_32_execution(enabled)
 
 
-def uses_loss_scaling(hparams):
-    return hparams.precision == "mixed_float16"
-
-
-def with_loss_scaling(optimizer, hparams):
-    """The optimizer, wrapped in Keras' dynamic LossScaleOptimizer for float16: the step scales its loss
-    (`scale_loss`), and `apply_gradients` unscales once, skips an update whose gradients are not finite and
-    lowers the scale."""
-    if not uses_loss_scaling(hparams):
+def with_loss_scaling(optimizer, precision):
+    """The optimizer, wrapped in Keras' dynamic LossScaleOptimizer for precision mixed_float16: the step scales
+    its loss (`scale_loss`), and `apply_gradients` unscales once, skips an update whose gradients are not
+    finite and lowers the scale."""
+    if precision != "mixed_float16":
         return optimizer
     return keras.optimizers.LossScaleOptimizer(
         optimizer, initial_scale=INITIAL_LOSS_SCALE, dynamic_growth_steps=LOSS_SCALE_GROWTH_STEPS

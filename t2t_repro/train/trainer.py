@@ -92,7 +92,7 @@ class Trainer:
         self.vocabulary = self.problem.vocabulary(data_dir)
         with self.strategy.scope():
             self.model = build_transformer(self.hparams, self.vocabulary.vocab_size)
-            self.optimizer = with_loss_scaling(make_optimizer(self.hparams), self.hparams)
+            self.optimizer = with_loss_scaling(make_optimizer(self.hparams), self.hparams.precision)
             self.optimizer.build(self.model.trainable_variables)
             self.skipped_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
         train = self.problem.dataset("train", data_dir).shard(self.workers, self.worker_index)
@@ -122,6 +122,18 @@ class Trainer:
             self.model, self.optimizer, self.strategy, self.hparams.label_smoothing, self.accumulation,
             jit_compile=self.options.xla,
         )
+
+    def environment(self):
+        """What this session trains on and how, for run.json and report.json."""
+        return {
+            "device_kind": self.device["type"],
+            "device_name": self.device["name"],
+            "compute_capability": self.device["compute_capability"],
+            "devices": self.strategy.num_replicas_in_sync,
+            "precision": self.hparams.precision,
+            "tf32": self.hparams.tf32,
+            "xla": self.options.xla,
+        }
 
     @property
     def step(self):
@@ -291,13 +303,7 @@ class Trainer:
             "steps": self.step,
             "train_seconds": float(self.train_seconds.numpy()),
             "target_tokens_per_s": total_tokens / session_seconds if total_tokens else None,
-            "devices": self.strategy.num_replicas_in_sync,
-            "device_kind": self.device["type"],
-            "device_name": self.device["name"],
-            "compute_capability": self.device["compute_capability"],
-            "precision": self.hparams.precision,
-            "tf32": self.hparams.tf32,
-            "xla": self.options.xla,
+            **self.environment(),
             "skipped_steps": int(self.skipped_steps),
             "accumulation_steps": self.accumulation,
         }

@@ -8,15 +8,22 @@ in the same run: every step (each model, each mode) and a block of matmuls lasti
 turns, one of each per round. Times and the peak are medians over the rounds; the MFU is the median of each
 round's MFU (the step against the block of the same round), so that load changing between rounds cancels.
 
+With --precision mixed_bfloat16 (or mixed_float16, with dynamic loss scaling as the trainer does) our model
+runs under that Keras policy, and the matmul peak is measured in its compute dtype. --peer float32 times our
+own model in float32 in the same rounds (the speed-up of mixed precision); --peer keras_hub builds the peer
+under the same policy.
+
 With --peer keras_hub, the same step on an encoder-decoder made of keras_hub.layers.TransformerEncoder and
 TransformerDecoder with equal sizes, vocabulary, tied embeddings, dropout, loss and optimizer is timed too.
 Both minimise the same label-smoothed cross entropy: ours computes it from the decoder states and the shared
 matrix, as the trainer does (`t2t_repro.train.step.training_loss`); the peer, a model that returns logits, from
 its logits with `label_smoothed_cross_entropy`.
 
-    python tools/benchmark.py --suite train [--hparams transformer_base] [--peer keras_hub] [--json]
+    python tools/benchmark.py --suite train [--hparams transformer_base] [--precision mixed_bfloat16]
+        [--peer keras_hub|float32] [--json]
 """
 
+import dataclasses
 import functools
 import statistics
 
@@ -36,13 +43,15 @@ from benchmarks import (
 )
 from benchmarks.timing import device_description, interleaved_times, matmul_product, time_calls, wait_for
 from t2t_repro.errors import UserError
+from t2t_repro.hparams_type import PRECISIONS
 from t2t_repro.model import build_transformer
 from t2t_repro.special_tokens import PAD_ID
 from t2t_repro.train.loss import label_smoothed_cross_entropy
 from t2t_repro.train.optimizer import make_optimizer
+from t2t_repro.train.precision import with_loss_scaling
 from t2t_repro.train.step import training_loss
 
-PEERS = ("keras_hub",)
+PEERS = ("keras_hub", "float32")
 DEFAULT_WARMUP = 2  # the first call traces (and with XLA compiles); at least one warm-up call is always made
 DEFAULT_REPEATS = 7
 _MODES = {"both": ("graph", "xla"), "false": ("graph",), "true": ("xla",)}
@@ -52,6 +61,10 @@ def add_arguments(parser):
     parser.add_argument(
         "--jit_compile", choices=sorted(_MODES), default="both",
         help="time the step as a plain graph (false), XLA-compiled (true), or both and report the faster",
+    )
+    parser.add_argument(
+        "--precision", choices=PRECISIONS, default=None,
+        help="the Keras dtype policy of our model and of the keras_hub peer (default: the hparams')",
     )
 
 
@@ -65,12 +78,15 @@ def make_train_step(model, optimizer, label_smoothing, jit_compile, loss=trainin
     `loss(model, features, label_smoothing)` gives (loss_sum, tokens): ours by default, `logits_loss` for a
     peer."""
 
+    scaling = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+
     @tf.function(jit_compile=jit_compile)
     def train_step(features):
         with tf.GradientTape() as tape:
             loss_sum, tokens = loss(model, features, label_smoothing)
             loss_value = loss_sum / tokens
-        gradients = tape.gradient(loss_value, model.trainable_variables)
+            scaled = optimizer.scale_loss(loss_value) if scaling else loss_value
+        gradients = tape.gradient(scaled, model.trainable_variables)
         optimizer.apply_gradients(zip(gradients, model.trainable_variables))
         return loss_value
 
@@ -90,7 +106,9 @@ class KerasHubTransformer(keras.Model):
         super().__init__(**kwargs)
         import keras_hub
 
+        policy = {"dtype": self.dtype_policy}
         layer_args = dict(
+            **policy,
             intermediate_dim=hparams.d_ff,
             num_heads=hparams.num_heads,
             dropout=hparams.dropout,
@@ -98,10 +116,10 @@ class KerasHubTransformer(keras.Model):
             normalize_first=hparams.norm_placement == "pre",
         )
         self.scale = hparams.d_model**0.5
-        self.embedding = keras_hub.layers.ReversibleEmbedding(vocab_size, hparams.d_model, tie_weights=True)
-        self.positions = keras_hub.layers.SinePositionEncoding()
-        self.source_dropout = keras.layers.Dropout(hparams.dropout)
-        self.target_dropout = keras.layers.Dropout(hparams.dropout)
+        self.embedding = keras_hub.layers.ReversibleEmbedding(vocab_size, hparams.d_model, tie_weights=True, **policy)
+        self.positions = keras_hub.layers.SinePositionEncoding(**policy)
+        self.source_dropout = keras.layers.Dropout(hparams.dropout, **policy)
+        self.target_dropout = keras.layers.Dropout(hparams.dropout, **policy)
         self.encoder_layers = [keras_hub.layers.TransformerEncoder(**layer_args) for _ in range(hparams.num_layers)]
         self.decoder_layers = [keras_hub.layers.TransformerDecoder(**layer_args) for _ in range(hparams.num_layers)]
 
@@ -132,7 +150,7 @@ def build_keras_hub_peer(hparams, vocab_size, features):
         raise UserError("--peer keras_hub needs d_k = d_v = d_model / num_heads (keras-hub's head size)")
     if not hparams.shared_embedding or hparams.position_encoding != "sinusoid":
         raise UserError("--peer keras_hub needs shared_embedding=true and position_encoding=sinusoid")
-    model = KerasHubTransformer(hparams, vocab_size, name="keras_hub_transformer")
+    model = KerasHubTransformer(hparams, vocab_size, name="keras_hub_transformer", dtype=hparams.precision)
     model({name: ids[:1] for name, ids in features.items()})
     return model
 
@@ -163,10 +181,10 @@ def _warmed_up_steps(models, optimizers, hparams, features, mode, warmup):
     return steps, warm_seconds, errors
 
 
-def _matmul_block(seconds):
-    """(fn, flops, info): as many back-to-back matmul_product calls as take about `seconds`, so the peak is
-    sampled over as long a stretch of a noisy machine as each training step is."""
-    product, product_flops, info = matmul_product()
+def _matmul_block(seconds, dtype):
+    """(fn, flops, info): as many back-to-back matmul_product calls in `dtype` as take about `seconds`, so the
+    peak is sampled over as long a stretch of a noisy machine as each training step is."""
+    product, product_flops, info = matmul_product(dtype=dtype)
     wait_for(product())
     calls = max(1, round(seconds / time_calls(product, warmup=0, repeats=1)[0]))
 
@@ -186,7 +204,7 @@ def measure(models, hparams, features, modes, warmup, repeats):
     """
     optimizers = {}
     for label, model in models.items():
-        optimizers[label] = make_optimizer(hparams)
+        optimizers[label] = with_loss_scaling(make_optimizer(hparams), model.dtype_policy.name)
         optimizers[label].build(model.trainable_variables)
     steps, warm_seconds = {}, []
     errors = {label: {} for label in models}
@@ -199,7 +217,8 @@ def measure(models, hparams, features, modes, warmup, repeats):
     for label in models:
         if not any(step_label == label for step_label, _ in steps):
             raise UserError(f"{label}: the training step ran in no mode: {errors[label]}")
-    block, block_flops, peak = _matmul_block(min(warm_seconds))
+    compute_dtype = models["t2t_repro"].compute_dtype
+    block, block_flops, peak = _matmul_block(min(warm_seconds), tf.as_dtype(compute_dtype))
     progress(f"train: {repeats} timed rounds of {', '.join(f'{label} {mode}' for label, mode in steps)} and "
              f"{peak['calls_per_timing']} matmuls")
     times = interleaved_times({**steps, "matmul": block}, warmup=0, repeats=repeats)
@@ -240,9 +259,15 @@ def run(args):
         name: tf.constant(ids)
         for name, ids in random_token_batch(args.batch_sentences, args.src_len, args.tgt_len, vocab_size).items()
     }
+    if args.precision:
+        hparams = dataclasses.replace(hparams, precision=args.precision)
     models = {"t2t_repro": build_transformer(hparams, vocab_size)}
     if args.peer == "keras_hub":
         models["keras_hub"] = build_keras_hub_peer(hparams, vocab_size, features)
+    if args.peer == "float32":
+        if hparams.precision == "float32":
+            raise UserError("--peer float32 compares a mixed precision with float32: give --precision")
+        models["float32"] = build_transformer(hparams, vocab_size, precision="float32")
     seconds, errors, peak = measure(models, hparams, features, _MODES[args.jit_compile], warmup, repeats)
 
     mode, round_seconds = _best(seconds["t2t_repro"])
@@ -250,6 +275,7 @@ def run(args):
     config = {
         "hparams": args.hparams,
         "hparams_overrides": args.hparams_overrides,
+        "precision": hparams.precision,
         **batch_config(args, vocab_size),
         "params": models["t2t_repro"].count_params(),
         "compiled": mode,
