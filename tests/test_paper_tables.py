@@ -95,13 +95,13 @@ def test_table2_estimates_a_run_from_its_report(tmp_path, capsys):
 
 @pytest.mark.parametrize("recorded,tflops,source", [
     (dict(device_kind="GPU", device_name="NVIDIA H100 80GB HBM3", compute_capability=[9, 0],
-          precision="mixed_bfloat16"), 989.4, "published bf16 peak of the H100"),
-    (dict(device_kind="GPU", device_name="NVIDIA A100-SXM4-80GB", compute_capability=[8, 0], precision="float32",
-          tf32=True), 156.0, "published tf32 peak of the A100"),
-    (dict(device_kind="GPU", device_name="NVIDIA A100-SXM4-80GB", compute_capability=[8, 0], precision="float32",
-          tf32=False), 19.5, "published fp32 peak of the A100"),
+          training_precision="mixed_bfloat16"), 989.4, "published bf16 peak of the H100"),
+    (dict(device_kind="GPU", device_name="NVIDIA A100-SXM4-80GB", compute_capability=[8, 0],
+          training_precision="float32", tf32=True), 156.0, "published tf32 peak of the A100"),
+    (dict(device_kind="GPU", device_name="NVIDIA A100-SXM4-80GB", compute_capability=[8, 0],
+          training_precision="float32", tf32=False), 19.5, "published fp32 peak of the A100"),
     (dict(device_kind="GPU", device_name="Tesla V100-SXM2-16GB", compute_capability=[7, 0],
-          precision="mixed_float16"), 125.0, "published fp16 peak of the V100"),
+          training_precision="mixed_float16"), 125.0, "published fp16 peak of the V100"),
 ])
 def test_table2_takes_the_recorded_devices_published_peak(tmp_path, capsys, recorded, tflops, source):
     report = _write_report(tmp_path / "gpu_run", devices=8, train_seconds=3600.0, **recorded)

@@ -130,7 +130,7 @@ class Trainer:
             "device_name": self.device["name"],
             "compute_capability": self.device["compute_capability"],
             "devices": self.strategy.num_replicas_in_sync,
-            "precision": self.hparams.precision,
+            "training_precision": self.hparams.precision,  # "precision" is a parsing score in report.json
             "tf32": self.hparams.tf32,
             "xla": self.options.xla,
         }

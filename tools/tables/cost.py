@@ -30,7 +30,7 @@ _ARITHMETIC = {"mixed_bfloat16": "bf16", "mixed_float16": "fp16"}
 
 def run_arithmetic(report):
     """fp32, tf32, bf16 or fp16: the matmul arithmetic a run's report.json says it trained in."""
-    precision = report.get("precision", "float32")
+    precision = report.get("training_precision", "float32")
     if precision in _ARITHMETIC:
         return _ARITHMETIC[precision]
     capability = report.get("compute_capability") or [0]
