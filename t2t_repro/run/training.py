@@ -38,16 +38,17 @@ def train_run(config, options):
     trainer = Trainer(hparams, problem, options)  # first: it sets up the tf.distribute strategy
     layout = RunLayout(config.output_dir)
     info = RunInfo(config.problem, config.hparams, config.hparams_overrides, os.path.abspath(data_dir),
-                   tuple(config.command_line))
+                   tuple(config.command_line), trainer.environment())
     if trainer.chief:
-        layout.check_restart(hparams, info)  # before data generation, which may take hours
+        # Before data generation, which may take hours.
+        layout.check_restart(hparams, info, config.allow_precision_change)
     if not problem.data_ready(data_dir):
         print(f"generating data for {config.problem} in {data_dir}", flush=True)
         print(summary_line(problem.generate_data(data_dir, config.tmp_dir, config.manual_dir)), flush=True)
     problem.check_max_length(data_dir, hparams.max_length)
     evaluator = None
     if trainer.chief:
-        layout.record(hparams, info)
+        layout.record(hparams, info, config.allow_precision_change)
         evaluator = DevEvaluator(
             problem, problem.vocabulary(data_dir), data_dir, hparams.label_smoothing, trainer.micro_batch_tokens,
             config.eval_decode_sentences, layout.dev_summary_dir,

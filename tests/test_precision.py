@@ -1,0 +1,204 @@
+"""Mixed precision, loss scaling, vocabulary padding, TF32 and XLA: what a user relies on, checked on CPU."""
+
+import dataclasses
+import json
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import TINY_RUN_FLAGS, run_cli
+from t2t_repro.decode.transformer_search import beam_decode
+from t2t_repro.decode_settings import DecodeSettings
+from t2t_repro.errors import UserError
+from t2t_repro.hparams_type import HParams, apply_overrides
+from t2t_repro.model import build_transformer
+from t2t_repro.model.transformer import ENCODER_SELF_ATTENTION, padded_vocab_size
+from t2t_repro.train.precision import configure_tf32, precision_line, with_loss_scaling
+from t2t_repro.train.step import TrainStep, _non_finite_everywhere_if_anywhere, training_loss
+
+HPARAMS = HParams(num_layers=2, d_model=16, d_ff=32, num_heads=2, d_k=8, d_v=8, dropout=0.0)
+VOCAB = 29
+BATCH = {
+    "inputs": np.array([[5, 6, 7, 1], [8, 9, 1, 0]], np.int32),
+    "targets": np.array([[10, 11, 12, 1], [13, 1, 0, 0]], np.int32),
+}
+
+
+def _model(seed=3, vocab=VOCAB, **overrides):
+    keras.utils.set_random_seed(seed)
+    return build_transformer(dataclasses.replace(HPARAMS, **overrides), vocab)
+
+
+def _dataset(batches):
+    signature = {k: tf.TensorSpec([None, None], tf.int32) for k in ("inputs", "targets")}
+    return tf.data.Dataset.from_generator(lambda: iter(batches), output_signature=signature)
+
+
+@pytest.mark.parametrize("precision,compute", [("mixed_bfloat16", tf.bfloat16), ("mixed_float16", tf.float16)])
+def test_mixed_precision_computes_in_half_with_float32_weights_and_float32_islands(precision, compute):
+    model = _model(precision=precision)
+    assert {v.dtype for v in model.weights} == {"float32"}
+    assert model.final_states(BATCH).dtype == compute
+    logits, weights = model(BATCH, return_attention_scores=True)
+    assert logits.dtype == tf.float32  # the logits and the loss: float32
+    assert weights[ENCODER_SELF_ATTENTION][0].dtype == tf.float32  # the attention softmax: float32
+    # Close to the float32 model with the same weights (the policy changes no weight).
+    reference = _model(precision="float32")
+    reference.set_weights(model.get_weights())
+    np.testing.assert_allclose(logits, reference(BATCH), atol=0.15)
+
+
+def test_checkpoints_interchange_between_precisions(tmp_path):
+    mixed = _model(seed=5, precision="mixed_bfloat16")
+    path = tf.train.Checkpoint(model=mixed).write(str(tmp_path / "ckpt"))
+    plain = _model(seed=9)
+    tf.train.Checkpoint(model=plain).read(path).assert_existing_objects_matched()
+    for a, b in zip(mixed.get_weights(), plain.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
+def _scaled_step(scale):
+    strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+    with strategy.scope():
+        model = _model(precision="mixed_float16")
+        optimizer = with_loss_scaling(keras.optimizers.SGD(learning_rate=0.1), "mixed_float16")
+        optimizer.build(model.trainable_variables)
+    optimizer.dynamic_scale.assign(scale)
+    return model, optimizer, TrainStep(model, optimizer, strategy, label_smoothing=0.1)
+
+
+def test_float16_overflow_skips_the_update_and_lowers_the_scale():
+    model, optimizer, step = _scaled_step(3e38)  # the scaled loss overflows: every gradient is inf or NaN
+    before = model.get_weights()
+    loss, _ = step(iter(_dataset([BATCH])))
+    assert np.isfinite(float(loss))  # the loss itself is fine: only the update is skipped
+    assert int(optimizer.iterations) == 0
+    assert float(optimizer.dynamic_scale) == pytest.approx(1.5e38)
+    for a, b in zip(before, model.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_float16_step_unscales_the_gradients_once():
+    scaled_model, scaled_optimizer, scaled_step = _scaled_step(2.0**10)
+    scaled_step(iter(_dataset([BATCH])))
+    unscaled_model, unscaled_optimizer, unscaled_step = _scaled_step(1.0)
+    unscaled_step(iter(_dataset([BATCH])))
+    assert int(scaled_optimizer.iterations) == int(unscaled_optimizer.iterations) == 1
+    initial = _model(precision="mixed_float16").get_weights()
+    moved = [np.abs(a - b).max() for a, b in zip(scaled_model.get_weights(), initial)]
+    assert max(moved) > 1e-4, "the step must change the weights"
+    for a, b in zip(scaled_model.get_weights(), unscaled_model.get_weights()):
+        np.testing.assert_allclose(a, b, atol=2e-4)
+
+
+def test_an_overflow_on_one_replica_skips_the_update_on_every_replica():
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+
+    def replica_gradients():
+        context = tf.distribute.get_replica_context()
+        bad = tf.cast(context.replica_id_in_sync_group, tf.float32) * np.inf  # replica 1 overflows
+        gradients = _non_finite_everywhere_if_anywhere([tf.ones([3]), tf.ones([2, 2]) + bad], context)
+        return tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in gradients])
+
+    finite = strategy.experimental_local_results(strategy.run(tf.function(replica_gradients)))
+    assert [bool(f) for f in finite] == [False, False]
+
+
+def test_padded_vocabulary_gives_the_same_loss_and_decoding_in_float32():
+    assert padded_vocab_size(VOCAB, 8) == 32 and padded_vocab_size(32, 8) == 32
+    plain = _model(seed=11)
+    padded = _model(seed=12, vocab_multiple=8)
+    assert padded.output_matrix.shape[0] == 32 and padded.vocab_size == VOCAB
+    weights = [np.concatenate([w, np.random.default_rng(0).normal(size=(3, w.shape[1])).astype(w.dtype) * 5])
+               if w.shape[0] == VOCAB else w for w in plain.get_weights()]
+    padded.set_weights(weights)  # real rows equal, padding rows large and random
+    assert padded(BATCH).shape[-1] == VOCAB
+    np.testing.assert_allclose(padded(BATCH), plain(BATCH), rtol=1e-6, atol=1e-6)
+    with tf.GradientTape(persistent=True) as tape:
+        plain_loss, _ = training_loss(plain, BATCH, 0.1)
+        padded_loss, _ = training_loss(padded, BATCH, 0.1)
+    assert float(padded_loss) == pytest.approx(float(plain_loss), rel=1e-6)
+    plain_grads = tape.gradient(plain_loss, plain.trainable_variables)
+    padded_grads = tape.gradient(padded_loss, padded.trainable_variables)
+    for variable, a, b in zip(padded.trainable_variables, plain_grads, padded_grads):
+        b = tf.convert_to_tensor(b).numpy()
+        if variable.path == padded.output_matrix.path:
+            np.testing.assert_array_equal(b[VOCAB:], 0)  # padding rows take no gradient: no smoothing mass
+            b = b[:VOCAB]
+        np.testing.assert_allclose(tf.convert_to_tensor(a), b, rtol=1e-5, atol=1e-6)
+    settings = DecodeSettings(beam_size=3, alpha=0.6, extra_length=6, nbest=3)
+    ids_plain, scores_plain = beam_decode(plain, BATCH["inputs"], settings)
+    ids_padded, scores_padded = beam_decode(padded, BATCH["inputs"], settings)
+    np.testing.assert_array_equal(ids_plain, ids_padded)
+    np.testing.assert_allclose(scores_plain, scores_padded, rtol=1e-6)
+
+
+def test_xla_step_equals_the_graph_step():
+    def run(jit_compile):
+        strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+        with strategy.scope():
+            model = _model(seed=4)
+            optimizer = keras.optimizers.SGD(learning_rate=1.0)
+        step = TrainStep(model, optimizer, strategy, label_smoothing=0.1, jit_compile=jit_compile)
+        loss, _ = step(iter(_dataset([BATCH])))
+        return float(loss), model.get_weights()
+
+    graph, compiled = run(False), run(True)
+    assert compiled[0] == pytest.approx(graph[0], rel=1e-5)
+    for a, b in zip(graph[1], compiled[1]):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_precision_and_tf32_settings():
+    assert apply_overrides(HPARAMS, "precision=mixed_bfloat16,tf32=false").precision == "mixed_bfloat16"
+    with pytest.raises(UserError, match="precision='bf16': must be one of float32, mixed_bfloat16, mixed_float16"):
+        apply_overrides(HPARAMS, "precision=bf16")
+    ampere = {"type": "GPU", "name": "NVIDIA A100-SXM4-80GB", "compute_capability": [8, 0]}
+    assert "TF32 on NVIDIA A100" in precision_line(HPARAMS, ampere)
+    assert "strict" in precision_line(dataclasses.replace(HPARAMS, tf32=False), ampere)
+    volta = {"type": "GPU", "name": "Tesla V100", "compute_capability": [7, 0]}
+    assert precision_line(HPARAMS, volta) == "precision float32"
+    try:
+        configure_tf32(False)
+        assert not tf.config.experimental.tensor_float_32_execution_enabled()
+    finally:
+        configure_tf32(True)
+
+
+def test_a_run_changes_precision_only_when_asked(tmp_path, tiny_data_dir):
+    output_dir = tmp_path / "run"
+    common = [*TINY_RUN_FLAGS, "--checkpoint_steps=2", "--skip_average", "--skip_test", "--skip_export",
+              "--eval_decode_sentences=0", "--log_steps=1", f"--data_dir={tiny_data_dir}",
+              f"--output_dir={output_dir}"]
+    overrides = TINY_RUN_FLAGS[2]
+
+    def train(steps, precision, *extra):
+        return run_cli("trainer", *common, f"{overrides},precision={precision}", f"--train_steps={steps}", *extra)
+
+    first = train(4, "float32")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "precision float32" in first.stdout
+    environment = json.loads((output_dir / "run.json").read_text())["environment"]
+    assert environment["training_precision"] == "float32" and environment["devices"] == 1
+    assert environment["xla"] is False
+    assert environment["device_kind"] == "CPU" and environment["device_name"]
+
+    refused = train(6, "mixed_float16")
+    assert refused.returncode != 0 and len(refused.stderr.strip().splitlines()) == 1
+    assert "precision: saved 'float32', now 'mixed_float16'" in refused.stderr
+    assert "--allow_precision_change" in refused.stderr
+
+    # float32 -> float16: the checkpoint has no loss scale, which starts at its initial value.
+    scaled = train(6, "mixed_float16", "--allow_precision_change")
+    assert scaled.returncode == 0, scaled.stdout + scaled.stderr
+    assert "resumed from" in scaled.stdout and "ckpt-4 at step 4" in scaled.stdout
+    assert "loss_scale 32768" in scaled.stdout and "skipped_steps 0" in scaled.stdout
+    report = json.loads((output_dir / "report.json").read_text())
+    assert report["training_precision"] == "mixed_float16" and report["steps"] == 6 and report["skipped_steps"] == 0
+    # float16 -> float32: the loss scale in the checkpoint is left unread.
+    back = train(8, "float32", "--allow_precision_change")
+    assert back.returncode == 0, back.stdout + back.stderr
+    assert "ckpt-6 at step 6" in back.stdout
+    assert json.loads((output_dir / "run.json").read_text())["environment"]["training_precision"] == "float32"
