@@ -224,7 +224,10 @@ class Trainer:
         learning_rate = float(self.optimizer.learning_rate)
         scaling = {}
         if self.loss_scale:
-            scaling = {"loss_scale": float(self.loss_scale["scale"]), "skipped_steps": int(self.skipped_steps)}
+            scaling = {
+                "loss_scale": float(self.loss_scale["scale"].numpy()),
+                "skipped_steps": int(self.skipped_steps.numpy()),
+            }
         print(
             f"step {step}/{self.hparams.train_steps}  loss {loss:.4f}  lr {learning_rate:.3g}  "
             f"{rate:,.0f} target tokens/s" + "".join(f"  {name} {value:g}" for name, value in scaling.items()),
@@ -304,6 +307,6 @@ class Trainer:
             "train_seconds": float(self.train_seconds.numpy()),
             "target_tokens_per_s": total_tokens / session_seconds if total_tokens else None,
             **self.environment(),
-            "skipped_steps": int(self.skipped_steps),
+            "skipped_steps": int(self.skipped_steps.numpy()),
             "accumulation_steps": self.accumulation,
         }
