@@ -1,4 +1,5 @@
-"""Install t2t-repro: `pip install .` (add `[test]` for the test suite, `[bench]` for benchmark peers)."""
+"""Install t2t-repro: `pip install .` (add `[test]` for the test suite, `[ctranslate2]` for CTranslate2 exports,
+`[bench]` for benchmark peers)."""
 
 from setuptools import find_packages, setup
 
@@ -30,7 +31,9 @@ setup(
         "matplotlib",
     ],
     extras_require={
-        "test": ["pytest", "import-linter"],
+        # CTranslate2 exports, decoding and serving (t2t-repro-exporter --format=ctranslate2, --engine=ctranslate2).
+        "ctranslate2": ["ctranslate2>=4.8,<5"],
+        "test": ["pytest", "import-linter", "ctranslate2>=4.8,<5"],
         "bench": ["keras-hub"],
     },
     entry_points={

@@ -1,7 +1,9 @@
 """The paper's WMT 2014 translation problems (PAPER.md "Data"; section 5.1): EN->DE and EN->FR.
 
 Both download through TFDS (`wmt14_translate`, dev newstest2013, test newstest2014) unless `--manual_dir`
-holds the parallel text files; see `t2t_repro.data.translation`.
+holds the parallel text files, where dev and test may be the official SGML files as WMT distributes them
+(newstest2013-src.en.sgm, newstest2013-ref.de.sgm, newstest2014-deen-src.en.sgm, newstest2014-deen-ref.de.sgm;
+for EN-FR newstest2014-fren-...); see `t2t_repro.data.translation` and `t2t_repro.data.parallel_files`.
 """
 
 from t2t_repro.data.translation import TranslationProblem
@@ -23,6 +25,7 @@ class WmtEnde(TranslationProblem):
     target_language = "de"
     scorer = BleuScorer("de")
     tfds_name = "wmt14_translate/de-en"
+    sgml_sets = {"dev": "newstest2013", "test": "newstest2014"}
     vocab_size = 37_000
     vocab_model_type = "bpe"
     vocab_sample_sentences = 2_000_000
@@ -47,6 +50,7 @@ class WmtEnfr(TranslationProblem):
     target_language = "fr"
     scorer = BleuScorer("fr")
     tfds_name = "wmt14_translate/fr-en"
+    sgml_sets = {"dev": "newstest2013", "test": "newstest2014"}
     vocab_size = 32_000
     vocab_model_type = "unigram"
     vocab_sample_sentences = 700_000

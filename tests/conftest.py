@@ -16,7 +16,11 @@ tf.config.set_logical_device_configuration(_cpus[0], [tf.config.LogicalDeviceCon
 # ---------------------------------------------------------------------------------------------------------------
 # A tiny parallel corpus and a tiny trained run, shared by the trainer, decoder and export tests.
 
+import contextlib  # noqa: E402
+import importlib  # noqa: E402
+import io  # noqa: E402
 import random  # noqa: E402
+import shutil  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 
@@ -60,6 +64,28 @@ def run_cli(module, *args, timeout=600, **kwargs):
         [sys.executable, "-m", f"t2t_repro.cli.{module}", *map(str, args)],
         capture_output=True, text=True, timeout=timeout, **kwargs,
     )
+
+
+def run_cli_in_process(module, *args):
+    """As `run_cli` (same exit status, stdout and stderr), but runs the command's `_main` in this process, which
+    spares a TensorFlow start-up of seconds. Not for a trainer that restores a checkpoint: it names the
+    variables of dropout's random state by Keras's per-process counters, which only a fresh interpreter starts
+    as the run's first session did."""
+    from t2t_repro.cli.common import run_main
+
+    main = importlib.import_module(f"t2t_repro.cli.{module}")._main
+    argv = [str(arg) for arg in args]
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        status = run_main(main, argv)
+    return subprocess.CompletedProcess([module, *argv], status, stdout.getvalue(), stderr.getvalue())
+
+
+def copy_run(run, directory):
+    """A copy of the output_dir `run` at directory/run, for a test to damage or extend."""
+    copy = directory / "run"
+    shutil.copytree(run, copy)
+    return copy
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ import os
 import shutil
 
 import pytest
-from conftest import TINY_RUN_FLAGS, run_cli
+from conftest import TINY_RUN_FLAGS, copy_run, run_cli_in_process
 
 from t2t_repro.cli import datagen, decoder, exporter, serve, trainer
 from t2t_repro.cli.common import run_main
@@ -24,12 +24,6 @@ def _one_line_error(capsys, *fragments):
     for fragment in fragments:
         assert fragment in lines[-1], lines[-1]
     return lines[-1]
-
-
-def _copy_of(run, tmp_path):
-    copy = tmp_path / "run"
-    shutil.copytree(run, copy)
-    return copy
 
 
 # Datagen ---------------------------------------------------------------------------------------------------------
@@ -98,8 +92,8 @@ def test_trainer_refuses_bad_overrides(tmp_path, capsys, override, message):
 
 def test_max_length_that_no_train_pair_fits_is_refused(tiny_data_dir, tmp_path):
     flags = [f.replace("max_length=32", "max_length=3") for f in TINY_RUN_FLAGS]
-    result = run_cli("trainer", *flags, "--train_steps=2", f"--data_dir={tiny_data_dir}",
-                     f"--output_dir={tmp_path / 'out'}")
+    result = run_cli_in_process("trainer", *flags, "--train_steps=2", f"--data_dir={tiny_data_dir}",
+                                f"--output_dir={tmp_path / 'out'}")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     (line,) = result.stderr.strip().splitlines()
     assert line.endswith(": error: max_length=3: no train pair of problem wmt_ende fits; the shortest has 4 tokens "
@@ -110,18 +104,19 @@ def test_max_length_that_no_train_pair_fits_is_refused(tiny_data_dir, tmp_path):
 def test_output_dir_naming_a_file_is_refused_and_the_file_kept(tiny_data_dir, tmp_path):
     taken = tmp_path / "notes.txt"
     taken.write_text("mine\n")
-    result = run_cli("trainer", *TINY_RUN_FLAGS, "--train_steps=2", f"--data_dir={tiny_data_dir}",
-                     f"--output_dir={taken}")
+    result = run_cli_in_process("trainer", *TINY_RUN_FLAGS, "--train_steps=2", f"--data_dir={tiny_data_dir}",
+                                f"--output_dir={taken}")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "is a file, not a directory" in result.stderr
     assert taken.read_text() == "mine\n"
 
 
 def test_restart_with_another_problem_is_refused_before_its_data_is_generated(serving_run, tmp_path):
-    run = _copy_of(serving_run, tmp_path)
+    run = copy_run(serving_run, tmp_path)
     saved = {name: (run / name).read_text() for name in ("run.json", "hparams.json")}
-    result = run_cli("trainer", "--problem=toy_ende", *TINY_RUN_FLAGS[1:], "--train_steps=2",
-                     f"--data_dir={tmp_path / 'data'}", f"--tmp_dir={tmp_path / 'tmp'}", f"--output_dir={run}")
+    result = run_cli_in_process("trainer", "--problem=toy_ende", *TINY_RUN_FLAGS[1:], "--train_steps=2",
+                                f"--data_dir={tmp_path / 'data'}", f"--tmp_dir={tmp_path / 'tmp'}",
+                                f"--output_dir={run}")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert "holds a run of problem 'wmt_ende', not 'toy_ende'" in result.stderr
@@ -144,7 +139,7 @@ def test_restart_with_another_problem_is_refused_before_its_data_is_generated(se
 @pytest.mark.parametrize("tool", ["decoder", "exporter"])
 def test_a_damaged_run_json_is_one_line_for_the_decoder_and_the_exporter(serving_run, tmp_path, capsys, text,
                                                                             message, tool):
-    run = _copy_of(serving_run, tmp_path)
+    run = copy_run(serving_run, tmp_path)
     (run / "run.json").write_text(text)
     source = tmp_path / "source.txt"
     source.write_text("the cat\n")
@@ -165,7 +160,7 @@ def test_a_damaged_run_json_is_one_line_for_the_decoder_and_the_exporter(serving
     ('"transformer_base"', "hparams.json holds a string, not a JSON object"),
 ])
 def test_a_damaged_hparams_json_is_a_user_error(serving_run, tmp_path, text, message):
-    run = _copy_of(serving_run, tmp_path)
+    run = copy_run(serving_run, tmp_path)
     (run / "hparams.json").write_text(text)
     with pytest.raises(UserError) as error:
         RunLayout(run).load_hparams()

@@ -4,14 +4,11 @@ removes leftovers of an interrupted write and never writes non-finite weights; t
 tool name the damaged file in one line."""
 
 import os
-import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import TINY_RUN_FLAGS, run_cli
+from conftest import TINY_RUN_FLAGS, copy_run, run_cli, run_cli_in_process
 
 RUN_FLAGS = [
     *TINY_RUN_FLAGS, "--train_steps=20", "--checkpoint_steps=5", "--eval_decode_sentences=0", "--eval_steps=1000",
@@ -31,9 +28,7 @@ def finished_run(tmp_path_factory, tiny_data_dir):
 
 @pytest.fixture
 def run_copy(finished_run, tmp_path):
-    copy = tmp_path / "run"
-    shutil.copytree(finished_run, copy)
-    return copy
+    return copy_run(finished_run, tmp_path)
 
 
 def _train(output_dir, data_dir, *extra):
@@ -134,7 +129,7 @@ def test_the_decoder_and_averaging_name_the_damaged_file(run_copy, tmp_path, too
     source = tmp_path / "source.txt"
     source.write_text("the cat sees a dog\n", encoding="utf-8")
     flags = [f"--decode_from_file={source}", f"--decode_to_file={tmp_path / 'out.txt'}"] if tool == "decoder" else []
-    message = _one_line_error(run_cli(tool, f"--output_dir={run_copy}", *flags))
+    message = _one_line_error(run_cli_in_process(tool, f"--output_dir={run_copy}", *flags))
     assert str(path) in message and "damaged" in message
     assert not (run_copy / "averaged").exists() and not (tmp_path / "out.txt").exists()
 
@@ -144,8 +139,8 @@ def test_the_decoder_reads_past_an_empty_or_binary_index(run_copy, tmp_path, con
     (run_copy / "checkpoints" / "checkpoint").write_bytes(content)
     source = tmp_path / "source.txt"
     source.write_text("the cat sees a dog\n", encoding="utf-8")
-    result = run_cli("decoder", f"--output_dir={run_copy}", f"--decode_from_file={source}",
-                     f"--decode_to_file={tmp_path / 'out.txt'}", "--quiet")
+    result = run_cli_in_process("decoder", f"--output_dir={run_copy}", f"--decode_from_file={source}",
+                                f"--decode_to_file={tmp_path / 'out.txt'}", "--quiet")
     assert result.returncode == 0, result.stderr
     assert str(run_copy / "checkpoints" / "ckpt-20") in result.stderr
 
@@ -164,36 +159,23 @@ def test_non_finite_weights_are_never_saved(tiny_data_dir, tmp_path):
         assert _all_finite(str(index)[: -len(".index")]), f"{index.name} holds non-finite weights"
 
 
-# Run in a fresh interpreter: the trainer names its dropout-state variables by Keras's per-process counters.
-_WRITE_NON_FINITE_CHECKPOINT = """
-import os, sys
-import numpy as np
-from t2t_repro import catalog
-from t2t_repro.run.layout import RunLayout
-from t2t_repro.train.options import TrainingOptions
-from t2t_repro.train.trainer import Trainer
-
-output_dir, data_dir, step = sys.argv[1:]
-layout = RunLayout(output_dir)
-trainer = Trainer(layout.load_hparams(), catalog.get_problem(layout.load_info().problem),
-                  TrainingOptions(strategy="one_device", batch_tokens=256))
-trainer.prepare(data_dir, layout.checkpoint_dir)
-trainer.restore()
-weight = trainer.model.trainable_variables[0]
-weight.assign(np.full(weight.shape, np.nan, np.float32))
-trainer.checkpoint.write(os.path.join(layout.checkpoint_dir, "ckpt-" + step))
-"""
-
-
-def _write_non_finite_checkpoint(output_dir, data_dir, step):
-    """Writes checkpoints/ckpt-<step> as older versions of the trainer could: complete, restorable, NaN weights."""
-    result = subprocess.run([sys.executable, "-c", _WRITE_NON_FINITE_CHECKPOINT, str(output_dir), str(data_dir),
-                             str(step)], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr
+def _write_non_finite_checkpoint(checkpoints, source_step, step):
+    """Writes checkpoints/ckpt-<step> as older versions of the trainer could: complete and restorable, with every
+    tensor of ckpt-<source_step> (the data position and random state too) but NaN in a weight of the model."""
+    source = str(checkpoints / f"ckpt-{source_step}")
+    dtypes = tf.train.load_checkpoint(source).get_variable_to_dtype_map()
+    names = sorted(dtypes)
+    slices = [""] * len(names)
+    tensors = tf.raw_ops.RestoreV2(prefix=source, tensor_names=names, shape_and_slices=slices,
+                                   dtypes=[dtypes[name] for name in names])
+    weight = next(i for i, name in enumerate(names) if name.startswith("model/") and dtypes[name].is_floating)
+    tensors[weight] = tf.fill(tf.shape(tensors[weight]), tf.constant(np.nan, dtypes[names[weight]]))
+    tf.raw_ops.SaveV2(prefix=str(checkpoints / f"ckpt-{step}"), tensor_names=names, shape_and_slices=slices,
+                      tensors=tensors)
 
 
 def test_a_checkpoint_with_non_finite_weights_is_not_resumed_from(run_copy, tiny_data_dir):
-    _write_non_finite_checkpoint(run_copy, tiny_data_dir, 25)
+    _write_non_finite_checkpoint(run_copy / "checkpoints", 20, 25)
     result = _train(run_copy, tiny_data_dir, "--train_steps=25")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "non-finite" in result.stdout and (run_copy / "checkpoints" / "damaged-ckpt-25" / "ckpt-25.index").is_file()

@@ -9,7 +9,9 @@ import tensorflow as tf
 
 from t2t_repro.cli import decoder as decoder_cli
 from t2t_repro.data.problem import Problem
-from t2t_repro.decode.decode_text import decode_file, decode_texts, decode_texts_nbest, read_source_lines
+from t2t_repro.decode.decode_text import (
+    decode_file, decode_texts, decode_texts_nbest, read_source_lines, tensorflow_search,
+)
 from t2t_repro.decode_settings import DecodeSettings
 from t2t_repro.hparams_type import HParams
 from t2t_repro.model import build_transformer
@@ -133,8 +135,8 @@ def test_decode_file_survives_invalid_utf8_and_keeps_line_count(model, tmp_path,
     assert "line 3" in caplog.text and "UTF-8" in caplog.text
 
     target = tmp_path / "out.txt"
-    count = decode_file(source, target, model, CharVocabulary(), SETTINGS, DecoderTestChars().postprocess,
-                        progress=False)
+    count = decode_file(source, target, tensorflow_search(model, SETTINGS), CharVocabulary(), SETTINGS,
+                        DecoderTestChars().postprocess, progress=False)
     written = target.read_text(encoding="utf-8").split("\n")
     assert count == 4 and written[-1] == "" and len(written) == 5
     assert written[:4] == decode(lines, model)
@@ -145,7 +147,9 @@ def test_nbest_file_has_n_scored_lines_per_input_best_first(model, tmp_path):
     source.write_text("abc\nhead\n", encoding="utf-8")
     target = tmp_path / "out.txt"
     postprocess = DecoderTestChars().postprocess
-    decode_file(source, target, model, CharVocabulary(), SETTINGS.override(nbest=3), postprocess, progress=False)
+    settings = SETTINGS.override(nbest=3)
+    decode_file(source, target, tensorflow_search(model, settings), CharVocabulary(), settings, postprocess,
+                progress=False)
     rows = [line.split("\t", 1) for line in target.read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 6
     for first in (0, 3):
@@ -192,6 +196,8 @@ def test_decoder_cli_decodes_a_file_with_the_run(run_dir, model, tmp_path):
         (["--decode_from_file=/nonexistent/source.txt"], "no such file"),
         (["--checkpoint=/nonexistent/ckpt-3"], "not found"),
         (["--output_dir=/nonexistent/run"], "not found"),
+        (["--decode_to_file=", "--output_dir=/nonexistent/run"], "go together"),
+        (["--engine=tensorflow_lite"], "invalid choice"),
     ],
 )
 def test_decoder_cli_errors_are_one_line(run_dir, tmp_path, capsys, extra, message):

@@ -18,7 +18,8 @@ from t2t_repro.cli import decoder, exporter
 from t2t_repro.cli.common import run_main
 from t2t_repro.errors import UserError
 from t2t_repro.run import jobs
-from t2t_repro.serve import export, versions
+from t2t_repro.serve import versions
+from t2t_repro.serve.export_files import read_export_metadata
 
 # Loads a SavedModel in a fresh interpreter (-I: no user site, no PYTHONPATH, no current directory) where
 # importing t2t_repro fails, runs both signatures and prints their outputs as JSON.
@@ -78,7 +79,7 @@ def _sources(parallel_text_dir):
 def test_exporter_writes_version_1_with_its_settings(exported_model, serving_run):
     assert exported_model.name == "1" and versions.list_versions(exported_model.parent) == [1]
     assert (exported_model / "saved_model.pb").is_file() and (exported_model / "variables").is_dir()
-    metadata = export.read_export_metadata(exported_model)
+    metadata = read_export_metadata(exported_model)
     assert metadata["problem"] == "wmt_ende"
     # max_input_length defaults to the run's hparams.max_length, as in t2t-repro-decoder.
     assert metadata["decode"] == {"beam_size": 4, "alpha": 0.6, "extra_length": 6, "max_input_length": 32,
@@ -152,14 +153,18 @@ def test_saved_model_cli_shows_and_runs_the_export(exported_model, parallel_text
 
 
 def test_second_export_is_version_2_and_a_failed_one_leaves_nothing(exported_model, serving_run, tmp_path,
-                                                                    monkeypatch):
+                                                                    monkeypatch, capfd):
     base = tmp_path / "export"
     shutil.copytree(exported_model, base / "1")
     stale = base / ".tmp-export-999999999-dead"  # left by an export whose process no longer exists
     stale.mkdir()
+    capfd.readouterr()
     path = jobs.export(str(serving_run), export_dir=str(base), extra_length=2, beam_size=1)
+    printed = capfd.readouterr()
+    # SentencePiece's "normalizer.cc(51) LOG(INFO) ..." line, printed when the graph's tokenizer is made, is hidden.
+    assert "LOG(INFO)" not in printed.err + printed.out, printed.err
     assert path == str(base / "2") and versions.list_versions(base) == [1, 2]
-    assert export.read_export_metadata(path)["decode"]["beam_size"] == 1
+    assert read_export_metadata(path)["decode"]["beam_size"] == 1
     assert versions.latest_version_dir(base) == str(base / "2")
     assert sorted(os.listdir(base)) == ["1", "2"]
 

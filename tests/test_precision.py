@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import TINY_RUN_FLAGS, run_cli
+from conftest import TINY_RUN_FLAGS, run_cli, run_cli_in_process
 from t2t_repro.decode.transformer_search import beam_decode
 from t2t_repro.decode_settings import DecodeSettings
 from t2t_repro.errors import UserError
@@ -174,8 +174,8 @@ def test_a_run_changes_precision_only_when_asked(tmp_path, tiny_data_dir):
               f"--output_dir={output_dir}"]
     overrides = TINY_RUN_FLAGS[2]
 
-    def train(steps, precision, *extra):
-        return run_cli("trainer", *common, f"{overrides},precision={precision}", f"--train_steps={steps}", *extra)
+    def train(steps, precision, *extra, run=run_cli):
+        return run("trainer", *common, f"{overrides},precision={precision}", f"--train_steps={steps}", *extra)
 
     first = train(4, "float32")
     assert first.returncode == 0, first.stdout + first.stderr
@@ -185,7 +185,7 @@ def test_a_run_changes_precision_only_when_asked(tmp_path, tiny_data_dir):
     assert environment["xla"] is False
     assert environment["device_kind"] == "CPU" and environment["device_name"]
 
-    refused = train(6, "mixed_float16")
+    refused = train(6, "mixed_float16", run=run_cli_in_process)  # refused before training: no fresh process needed
     assert refused.returncode != 0 and len(refused.stderr.strip().splitlines()) == 1
     assert "precision: saved 'float32', now 'mixed_float16'" in refused.stderr
     assert "--allow_precision_change" in refused.stderr

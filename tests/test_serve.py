@@ -18,8 +18,10 @@ import tensorflow as tf
 
 from t2t_repro.cli import serve
 from t2t_repro.cli.common import run_main
+from t2t_repro.run import jobs
 from t2t_repro.serve.batcher import BatchingQueue
-from t2t_repro.serve.served_model import ServedModel, ServingLimits
+from t2t_repro.serve.saved_model_backend import SavedModelBackend
+from t2t_repro.serve.served_model import ServingLimits
 from t2t_repro.serve.server import ModelServer
 
 LIMITS = ServingLimits(max_batch_size=16, batch_timeout_ms=20, max_body_bytes=4096, max_input_chars=200)
@@ -28,7 +30,7 @@ LIMITS = ServingLimits(max_batch_size=16, batch_timeout_ms=20, max_body_bytes=40
 @pytest.fixture(scope="module")
 def server(exported_model):
     """A server on 127.0.0.1 and a free port, serving `exported_model` as "wmt_ende"; stopped afterwards."""
-    running = ModelServer(ServedModel(str(exported_model.parent), LIMITS), model_name="wmt_ende", port=0).start()
+    running = ModelServer(jobs.served_model(str(exported_model.parent), LIMITS), model_name="wmt_ende", port=0).start()
     yield running
     running.stop()
 
@@ -42,7 +44,7 @@ def sentences(parallel_text_dir):
 @pytest.fixture(scope="module")
 def direct(server, sentences):
     """What the SavedModel itself answers for each sentence: {sentence: (output, score)}."""
-    outputs = server.served_model.loaded.signatures["serving_default"](inputs=tf.constant(sentences))
+    outputs = server.served_model.backend.loaded.signatures["serving_default"](inputs=tf.constant(sentences))
     return {s: (o.decode("utf-8"), float(v)) for s, o, v in
             zip(sentences, outputs["outputs"].numpy(), outputs["scores"].numpy())}
 
@@ -76,7 +78,8 @@ def test_status_and_metadata_as_tensorflow_serving(server):
     assert status == 200 and metadata["model_spec"] == {"name": "wmt_ende", "signature_name": "", "version": "1"}
     signature = metadata["metadata"]["signature_def"]["signature_def"]["serving_default"]
     assert signature["inputs"]["inputs"]["dtype"] == "DT_STRING"
-    assert set(signature["outputs"]) == {"outputs", "scores"}
+    # The problem's output ("outputs"; for translation the decoded text itself) and the decoded text.
+    assert set(signature["outputs"]) == {"outputs", "raw_outputs", "scores"}
     assert signature["method_name"] == "tensorflow/serving/predict"
 
 
@@ -126,7 +129,7 @@ def test_row_columnar_named_and_base64_forms(server, sentences, direct):
 
 
 def test_ids_signature_takes_and_returns_token_ids(server):
-    ids = server.served_model.loaded.signatures["ids"](inputs=tf.constant([[5, 6, 7, 1], [8, 1, 0, 0]], tf.int32))
+    ids = server.served_model.backend.loaded.signatures["ids"](inputs=tf.constant([[5, 6, 7, 1], [8, 1, 0, 0]], tf.int32))
     expected = [[int(t) for t in row if t != 0] for row in ids["outputs"].numpy()]
     status, answer = _request(server, "POST", PREDICT, {"signature_name": "ids", "instances": [[5, 6, 7, 1], [8, 1]]})
     assert status == 200
@@ -202,7 +205,7 @@ def test_errors_of_the_http_layer_are_json_too(server, request_bytes, status, me
 
 def test_loading_an_export_prints_no_sentencepiece_log_line(exported_model, capfd):
     capfd.readouterr()
-    ServedModel(str(exported_model.parent), LIMITS, warm_up=False).close()
+    SavedModelBackend(str(exported_model))
     printed = capfd.readouterr()
     assert "normalizer.cc" not in printed.err and "LOG(INFO)" not in printed.err, printed.err
     assert "normalizer.cc" not in printed.out
@@ -219,21 +222,21 @@ def test_missing_content_length_is_refused(server):
 
 def test_a_failing_batch_answers_500_and_the_next_request_works(server, sentences, direct):
     signature = server.served_model.signatures["serving_default"]
-    working = signature.function
+    working = signature.run
 
-    def fails_on_marker(inputs):
-        if b"FAIL" in inputs.numpy().tolist():
+    def fails_on_marker(texts):
+        if "FAIL" in texts:
             raise tf.errors.InvalidArgumentError(None, None, "simulated kernel failure")
-        return working(inputs=inputs)
+        return working(texts)
 
-    signature.function = fails_on_marker
+    signature.run = fails_on_marker
     try:
         status, answer = _request(server, "POST", PREDICT, {"instances": ["FAIL"]})
         assert status == 500 and "simulated kernel failure" in answer["error"]
         status, answer = _request(server, "POST", PREDICT, {"instances": [sentences[1]]})
         assert status == 200 and answer["predictions"][0]["outputs"] == direct[sentences[1]][0]
     finally:
-        signature.function = working
+        signature.run = working
 
 
 def test_batching_queue_groups_requests_without_splitting_them_and_isolates_failures():
@@ -315,11 +318,12 @@ def test_serve_cli_refuses_a_port_in_use(exported_model, capsys):
     assert f"cannot listen on 127.0.0.1:{port}" in stderr and stderr.strip().count("\n") == 0, stderr
 
 
-def test_benchmark_serve_suite_reports_latency_and_throughput(serving_run):
+def test_benchmark_serve_suite_compares_the_engines_latency_and_throughput(serving_run):
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     completed = subprocess.run(
         [sys.executable, os.path.join(repo, "tools", "benchmark.py"), "--suite=serve", f"--output_dir={serving_run}",
-         "--extra_length=2", "--warmup=1", "--repeats=3", "--clients=4", "--concurrent_requests=8", "--json"],
+         "--extra_length=2", "--warmup=1", "--repeats=3", "--clients=4", "--concurrent_requests=8",
+         "--engine=ctranslate2", "--quantization=int8", "--peer=tensorflow", "--json"],
         capture_output=True, text=True, timeout=600, cwd=repo, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
     )
     assert completed.returncode == 0, completed.stderr
@@ -330,3 +334,9 @@ def test_benchmark_serve_suite_reports_latency_and_throughput(serving_run):
     assert lines["serve_latency_p99_ms"]["value"] >= lines["serve_latency_p50_ms"]["value"]
     assert lines["serve_sentences_per_s"]["config"]["clients"] == 4
     assert lines["serve_latency_p50_ms"]["config"]["extra_length"] == 2
+    # The CTranslate2 server measured against the SavedModel's, both serving the same run.
+    config = lines["serve_sentences_per_s"]["config"]
+    assert (config["engine"], config["quantization"]) == ("ctranslate2", "int8")
+    assert all(line["peer"] == "tensorflow" and line["peer_value"] > 0 for line in lines.values())
+    assert lines["serve_sentences_per_s"]["ratio"] == pytest.approx(
+        lines["serve_sentences_per_s"]["value"] / lines["serve_sentences_per_s"]["peer_value"])

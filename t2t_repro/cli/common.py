@@ -89,6 +89,20 @@ def quiet_tensorflow():
         import tensorflow  # noqa: F401
 
 
+def ctranslate2_jobs():
+    """The run layer's CTranslate2 jobs (`t2t_repro.run.ctranslate2_jobs`), TensorFlow quietly loaded; a
+    UserError saying how to install CTranslate2, an optional dependency, when it is missing."""
+    try:
+        import ctranslate2  # noqa: F401
+    except ImportError:
+        raise UserError('this needs CTranslate2, which is not installed: pip install "t2t-repro[ctranslate2]" '
+                        "(or pip install ctranslate2)") from None
+    quiet_tensorflow()
+    from t2t_repro.run import ctranslate2_jobs as jobs
+
+    return jobs
+
+
 def run_main(main, argv=None):
     """Runs `main(argv)`; a UserError (or bad flags) ends in one line on stderr and exit status 2."""
     try:

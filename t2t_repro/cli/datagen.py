@@ -3,14 +3,21 @@
     t2t-repro-datagen --problem=wmt_ende --data_dir=D                   # WMT14 through TFDS (downloads)
     t2t-repro-datagen --problem=wmt_ende --data_dir=D --manual_dir=M    # M/{train,dev,test}.{en,de}
     t2t-repro-datagen --problem=toy_ende --data_dir=D                   # made by code, no download
+    t2t-repro-datagen --problem=wmt_ende --data_dir=D --manual_dir=M --workers=8
 
 Complete data already in data_dir is verified (sha256) and reused; an interrupted earlier run is redone.
-The last line printed is a one-line summary.
+Worker processes (one per CPU core unless --workers says) encode and write the records; the data is the same
+for any number. The last line printed is a one-line summary.
 """
 
 import sys
 
-from t2t_repro.cli.common import ArgumentParser, quiet_tensorflow, run_main
+from t2t_repro.cli.common import (
+    ArgumentParser, add_settings_flags, quiet_tensorflow, run_main, settings_values,
+)
+from t2t_repro.data.datagen_options import DatagenOptions
+
+_TRAINER_ONLY = ("data_wait_minutes",)
 
 
 def build_parser():
@@ -19,15 +26,17 @@ def build_parser():
     parser.add_argument("--data_dir", required=True, help="data directory; the data goes to data_dir/<problem>")
     parser.add_argument("--tmp_dir", default=None, help="scratch directory for downloads and raw text (TFDS data_dir)")
     parser.add_argument("--manual_dir", default=None, help="user-supplied raw data (parallel text, treebank files)")
+    add_settings_flags(parser, DatagenOptions, exclude=_TRAINER_ONLY)
     return parser
 
 
 def _main(argv):
     args = build_parser().parse_args(argv)
     quiet_tensorflow()
-    from t2t_repro.run import jobs
+    options = DatagenOptions(**{k: v for k, v in settings_values(args, DatagenOptions).items() if v is not None})
+    from t2t_repro.run.data import generate_data
 
-    print(jobs.generate_data(args.problem, args.data_dir, args.tmp_dir, args.manual_dir), flush=True)
+    print(generate_data(args.problem, args.data_dir, args.tmp_dir, args.manual_dir, options), flush=True)
     return 0
 
 

@@ -1,21 +1,30 @@
-"""t2t-repro-decoder: translates (or parses) a text file with a trained run, by beam search.
+"""t2t-repro-decoder: translates (or parses) a text file, or standard input line by line, by beam search.
 
     t2t-repro-decoder --output_dir=O --decode_from_file=newstest2014.en --decode_to_file=newstest2014.de.out
+    t2t-repro-decoder --output_dir=O                      # interactive: each line of stdin answered on stdout
+    t2t-repro-decoder --engine=ctranslate2 --model_dir=O/export_ctranslate2/1 --decode_from_file=F --decode_to_file=G
 
-The model is restored from the run's averaged checkpoint when it is as new as the last training checkpoint,
-else from the last training checkpoint, or from --checkpoint. Beam size, length penalty alpha and extra
-length default to the run's problem (translation: 4, 0.6, +50, section 6.1; parsing: 21, 0.3, +300,
-section 6.3). Output: one line per input line, in order; with --nbest=N, N lines per input line, best
-first, each "<score>\\t<text>" where the score is log-probability / length penalty.
+With the tensorflow engine (the default) the model is restored from the run's averaged checkpoint when it is
+as new as the last training checkpoint, else from the last training checkpoint, or from --checkpoint. With
+--engine=ctranslate2 it is a CTranslate2 export (t2t-repro-exporter --format=ctranslate2): --model_dir, a
+version directory or an export directory (its newest version), by default OUTPUT_DIR/export_ctranslate2.
+Beam size, length penalty alpha and extra length default to the run's problem (translation: 4, 0.6, +50,
+section 6.1; parsing: 21, 0.3, +300, section 6.3), or to the CTranslate2 export's settings. Output: one line
+per input line, in order; with --nbest=N, N lines per input line, best first, each "<score>\\t<text>" where
+the score is log-probability / length penalty. Without --decode_from_file, standard input is read line by line
+and each line is answered on standard output as soon as it is decoded (tensor2tensor's --decode_interactive).
 """
 
 import sys
 import time
 
 from t2t_repro.cli.common import (
-    ArgumentParser, add_settings_flags, quiet_tensorflow, run_main, settings_values, show_info_logs,
+    ArgumentParser, add_settings_flags, ctranslate2_jobs, quiet_tensorflow, run_main, settings_values,
+    show_info_logs,
 )
 from t2t_repro.decode_settings import DecodeSettings
+from t2t_repro.errors import UserError
+from t2t_repro.serve.options import CTRANSLATE2, EngineSettings
 
 DEFAULT_BATCH_SIZE = 32
 
@@ -25,30 +34,67 @@ def build_parser():
         prog="t2t-repro-decoder",
         description=__doc__.splitlines()[0],
         epilog="Output format: one line per input; with --nbest=N, N lines per input, each '<score>\\t<text>'. "
-               "Unset decode settings take the problem's defaults.",
+               "Unset decode settings take the problem's (or the CTranslate2 export's) defaults.",
     )
-    parser.add_argument("--output_dir", required=True, help="the training run's output_dir")
-    parser.add_argument("--decode_from_file", required=True, help="source text, one sentence per line (UTF-8)")
-    parser.add_argument("--decode_to_file", required=True, help="where to write the outputs (atomically)")
-    parser.add_argument("--checkpoint", help="checkpoint prefix to decode with (default: the run's newest)")
+    add = parser.add_argument
+    add("--output_dir", help="the training run's output_dir (required by the tensorflow engine)")
+    add("--model_dir", help="ctranslate2 engine: a CTranslate2 export, a version directory or an export directory "
+        "(its newest version); default OUTPUT_DIR/export_ctranslate2")
+    add("--decode_from_file", help="source text, one sentence per line (UTF-8); without it, standard input is "
+        "decoded line by line, each line answered at once on standard output")
+    add("--decode_to_file", help="where to write the outputs of --decode_from_file (atomically)")
+    add("--checkpoint", help="tensorflow engine: checkpoint prefix to decode with (default: the run's newest)")
+    add_settings_flags(parser, EngineSettings)
     add_settings_flags(parser, DecodeSettings)
-    parser.add_argument("--batch_size", type=int, default=DEFAULT_BATCH_SIZE,
-                        help=f"sentences per batch (default {DEFAULT_BATCH_SIZE})")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add("--batch_size", type=int, default=DEFAULT_BATCH_SIZE, help=f"sentences per batch (default {DEFAULT_BATCH_SIZE})")
+    add("--quiet", action="store_true", help="no progress bar")
     return parser
+
+
+def _check(args, engine):
+    """UserError for flags that do not go together, before any model is loaded."""
+    if bool(args.decode_from_file) != bool(args.decode_to_file):
+        raise UserError("--decode_from_file and --decode_to_file go together; without both, standard input is "
+                        "decoded to standard output")
+    if engine.engine == CTRANSLATE2:
+        if args.checkpoint:
+            raise UserError("--checkpoint is for the tensorflow engine: a CTranslate2 export holds one checkpoint "
+                            "(export another with t2t-repro-exporter --format=ctranslate2 --checkpoint=...)")
+        if not (args.model_dir or args.output_dir):
+            raise UserError("--engine=ctranslate2 needs --model_dir (a CTranslate2 export) or --output_dir")
+    else:
+        if args.model_dir:
+            raise UserError("--model_dir is for --engine=ctranslate2; the tensorflow engine decodes with the run "
+                            "in --output_dir")
+        if not args.output_dir:
+            raise UserError("the following arguments are required: --output_dir")
 
 
 def _main(argv):
     args = build_parser().parse_args(argv)
-    quiet_tensorflow()
+    engine = EngineSettings.from_flags(**settings_values(args, EngineSettings))
+    _check(args, engine)
+    decode_flags = settings_values(args, DecodeSettings)
+    if engine.engine == CTRANSLATE2:
+        jobs = ctranslate2_jobs()
+    else:
+        quiet_tensorflow()
+        from t2t_repro.run import jobs
     show_info_logs()
-    from t2t_repro.run import jobs
+    from t2t_repro.run import text_decoder
 
+    if args.decode_from_file:
+        text_decoder.check_file_paths(args.decode_from_file, args.decode_to_file)
+    if engine.engine == CTRANSLATE2:
+        decoder = jobs.export_decoder(args.model_dir, args.output_dir, engine.threads, **decode_flags)
+    else:
+        decoder = jobs.run_decoder(args.output_dir, args.checkpoint, **decode_flags)
+    if not args.decode_from_file:
+        text_decoder.decode_interactive(decoder, sys.stdin.buffer, sys.stdout)
+        return 0
     started = time.perf_counter()
-    count, _ = jobs.decode_file(
-        args.output_dir, args.decode_from_file, args.decode_to_file, args.checkpoint, batch_size=args.batch_size,
-        progress=not args.quiet, **settings_values(args, DecodeSettings),
-    )
+    count = text_decoder.decode_file(decoder, args.decode_from_file, args.decode_to_file, args.batch_size,
+                                     progress=not args.quiet)
     print(f"wrote {count} outputs to {args.decode_to_file} in {time.perf_counter() - started:.1f} s",
           file=sys.stderr)
     return 0

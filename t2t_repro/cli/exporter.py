@@ -1,40 +1,60 @@
-"""t2t-repro-exporter: exports a trained run as a versioned SavedModel (text in, text out) for serving.
+"""t2t-repro-exporter: exports a trained run as a versioned SavedModel (text in, text out) or CTranslate2 model.
 
     t2t-repro-exporter --output_dir=runs/wmt_ende                      # -> runs/wmt_ende/export/<N>
     t2t-repro-exporter --output_dir=O --export_dir=/models/wmt_ende --beam_size=4 --alpha=0.6
+    t2t-repro-exporter --output_dir=O --format=ctranslate2 --quantization=int8   # -> O/export_ctranslate2/<N>
 
 The new version is the next integer under --export_dir, written atomically: TensorFlow Serving (or
 t2t-repro-serve) watching that directory never sees a half-written version. Beam search settings default to
-the problem's (section 6.1: beam 4, alpha 0.6, input length + 50 for translation).
+the problem's (section 6.1: beam 4, alpha 0.6, input length + 50 for translation); a SavedModel fixes them in
+its graph, a CTranslate2 export records them as the defaults of t2t-repro-decoder and t2t-repro-serve
+--engine=ctranslate2 (which needs `pip install "t2t-repro[ctranslate2]"`).
 """
 
 import json
 import sys
 
-from t2t_repro.cli.common import ArgumentParser, add_settings_flags, quiet_tensorflow, run_main, settings_values
+from t2t_repro.cli.common import (
+    ArgumentParser, add_settings_flags, ctranslate2_jobs, quiet_tensorflow, run_main, settings_values,
+)
 from t2t_repro.decode_settings import DecodeSettings
+from t2t_repro.serve.options import CTRANSLATE2, ExportSettings
 
 
 def build_parser():
     parser = ArgumentParser(prog="t2t-repro-exporter", description=__doc__.splitlines()[0],
-                            epilog="Unset decode settings take the problem's defaults; they are fixed in the graph.")
+                            epilog="Unset decode settings take the problem's defaults.")
     add = parser.add_argument
     add("--output_dir", required=True, help="the trained run's output_dir")
-    add("--export_dir", default=None, help="where versions are written (default: OUTPUT_DIR/export)")
+    add("--export_dir", default=None, help="where versions are written (default: OUTPUT_DIR/export, or "
+        "OUTPUT_DIR/export_ctranslate2 for --format=ctranslate2)")
     add("--checkpoint", default=None, help="checkpoint prefix (default: the averaged one if current, else the latest)")
+    add_settings_flags(parser, ExportSettings)
     add_settings_flags(parser, DecodeSettings, exclude=("nbest",))
     return parser
 
 
 def _main(argv):
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
-    quiet_tensorflow()
-    from t2t_repro.run import jobs
-    from t2t_repro.serve.export import read_export_metadata
+    export_settings = ExportSettings.from_flags(**settings_values(args, ExportSettings))
+    decode_flags = settings_values(args, DecodeSettings)
+    if export_settings.format == CTRANSLATE2:
+        jobs = ctranslate2_jobs()
+        path = jobs.export(args.output_dir, args.export_dir, args.checkpoint, export_settings.weight_type,
+                           **decode_flags)
+    else:
+        quiet_tensorflow()
+        from t2t_repro.run import jobs
 
-    path = jobs.export(args.output_dir, args.export_dir, args.checkpoint, **settings_values(args, DecodeSettings))
+        path = jobs.export(args.output_dir, args.export_dir, args.checkpoint, **decode_flags)
+    from t2t_repro.serve.export_files import read_export_metadata
+
     metadata = read_export_metadata(path)
-    print(json.dumps({"export": path, "step": metadata.get("step"), "decode": metadata.get("decode")}))
+    summary = {"export": path, "format": export_settings.format, "step": metadata.get("step"),
+               "decode": metadata.get("decode")}
+    if export_settings.format == CTRANSLATE2:
+        summary["quantization"] = metadata.get("quantization")
+    print(json.dumps(summary))
     return 0
 
 

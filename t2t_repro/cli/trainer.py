@@ -14,6 +14,7 @@ import json
 import sys
 
 from t2t_repro.cli.common import ArgumentParser, add_settings_flags, quiet_tensorflow, run_main, settings_values
+from t2t_repro.data.datagen_options import DatagenOptions
 from t2t_repro.run.config import RunConfig
 from t2t_repro.train.options import TrainingOptions
 
@@ -26,6 +27,7 @@ def build_parser():
                              "overrides), then exit")
     add_settings_flags(parser, RunConfig)
     add_settings_flags(parser, TrainingOptions)
+    add_settings_flags(parser, DatagenOptions)
     return parser
 
 
@@ -52,7 +54,7 @@ def _main(argv):
     options = TrainingOptions(**_given(args, TrainingOptions))
     from t2t_repro.run.training import train_run
 
-    report = train_run(config, options)
+    report = train_run(config, options, DatagenOptions(**_given(args, DatagenOptions)))
     if report is not None:
         print(json.dumps({k: v for k, v in report.items() if k in ("bleu", "f1", "precision", "recall", "steps")}))
     return 0

@@ -24,10 +24,11 @@ class Problem(abc.ABC):
     vocab_size: int  # the requested vocabulary size (the trained one is `vocabulary(data_dir).vocab_size`)
 
     @abc.abstractmethod
-    def generate_data(self, data_dir, tmp_dir=None, manual_dir=None):
+    def generate_data(self, data_dir, tmp_dir=None, manual_dir=None, workers=None):
         """Writes the vocabulary, TFRecord shards and metadata JSON under `data_dir/<name>`; returns a summary.
 
-        `manual_dir` holds data the user supplies (parallel text files, Penn Treebank .mrg files).
+        `manual_dir` holds data the user supplies (parallel text files, Penn Treebank .mrg files); `workers`
+        is the number of processes that encode and write (None: one per CPU core), which never changes the data.
         Idempotent: complete data is reused, an incomplete earlier run is detected and redone."""
 
     @abc.abstractmethod

@@ -11,8 +11,8 @@ A problem's data directory is built in a work directory beside it and renamed in
                                              data_version of the code that made them
 
 Examples are serialized deterministically, so the same data gives the same bytes (and sha256) in every run.
-Train examples are written round-robin over the shards, so each shard is an even sample of the whole corpus,
-and each shard is then shuffled (seeded), so reading even one shard gives a well-mixed order.
+Train examples are dealt round-robin over the shards, so each shard is an even sample of the whole corpus,
+and each shard is shuffled (seeded), so reading even one shard gives a well-mixed order.
 """
 
 import hashlib
@@ -24,6 +24,7 @@ import tensorflow as tf
 import tqdm
 
 from t2t_repro import safe_write
+from t2t_repro.data.example_proto import ExampleSerializer
 
 METADATA_FILE = "metadata.json"
 FORMAT_VERSION = 1
@@ -36,57 +37,51 @@ def shard_names(split, num_shards):
 
 
 def serialize_example(input_ids, target_ids):
-    """One tf.train.Example holding the two id sequences, serialized deterministically: the features map is
-    written in key order, so the same ids give the same bytes in every process (protobuf's default map order
-    changes from one process to the next)."""
-    feature = {
-        "inputs": tf.train.Feature(int64_list=tf.train.Int64List(value=input_ids)),
-        "targets": tf.train.Feature(int64_list=tf.train.Int64List(value=target_ids)),
-    }
-    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString(deterministic=True)
+    """One tf.train.Example holding the two id sequences, serialized deterministically (the features map in key
+    order, so the same ids give the same bytes in every process; `t2t_repro.data.example_proto`)."""
+    return ExampleSerializer(0)(input_ids, target_ids)
+
+
+def shuffled(shard_records, shard_index):
+    """The records of shard `shard_index` in the order it is written: shuffled with that shard's own seed."""
+    shard_records = list(shard_records)
+    random.Random(_SHUFFLE_SEED + shard_index).shuffle(shard_records)
+    return shard_records
+
+
+def write_records(path, serialized):
+    """Writes the serialized examples `serialized`, in order, as the TFRecord file `path`."""
+    with tf.io.TFRecordWriter(path) as writer:
+        for record in serialized:
+            writer.write(record)
 
 
 def write_split(directory, split, examples, num_shards, total=None, shuffle=False):
-    """Writes `examples` ((input ids, target ids) pairs) round-robin into `num_shards` shards, with a progress bar.
+    """Writes `examples` ((input ids, target ids) pairs) round-robin into `num_shards` shards, in this process.
+    (Datagen writes its splits with worker processes, the same bytes: `t2t_repro.data.split_writer`.)
 
     Args:
         directory: output directory (exists).
         split: split name, the shard file prefix.
-        examples: iterable of (input_ids, target_ids) int sequences; consumed once, streaming.
+        examples: iterable of (input_ids, target_ids) int sequences.
         num_shards: number of shard files.
         total: expected number of examples for the progress bar, if known.
-        shuffle: shuffle each shard after writing (seeded; one shard is held in memory at a time).
+        shuffle: shuffle each shard (seeded, `shuffled`).
 
     Returns:
         (shard file names, number of examples written).
     """
     names = shard_names(split, num_shards)
-    writers = [tf.io.TFRecordWriter(os.path.join(directory, name)) for name in names]
+    shards = [[] for _ in names]
+    serialize = ExampleSerializer(0)
     count = 0
-    try:
-        with tqdm.tqdm(examples, total=total, desc=f"writing {split}", unit=" pairs", mininterval=2.0) as bar:
-            for input_ids, target_ids in bar:
-                writers[count % num_shards].write(serialize_example(input_ids, target_ids))
-                count += 1
-            bar.total = count  # `total` may count pairs the caller then dropped
-            bar.refresh()
-    finally:
-        for writer in writers:
-            writer.close()
-    if shuffle:
-        for index, name in enumerate(names):
-            _shuffle_shard(os.path.join(directory, name), random.Random(_SHUFFLE_SEED + index))
+    for input_ids, target_ids in tqdm.tqdm(examples, total=total, desc=f"writing {split}", unit=" pairs",
+                                           mininterval=2.0):
+        shards[count % num_shards].append(serialize(input_ids, target_ids))
+        count += 1
+    for index, name in enumerate(names):
+        write_records(os.path.join(directory, name), shuffled(shards[index], index) if shuffle else shards[index])
     return names, count
-
-
-def _shuffle_shard(path, rng):
-    records = []
-    for block in tf.data.TFRecordDataset(path).batch(4096).as_numpy_iterator():
-        records.extend(block.tolist())
-    rng.shuffle(records)
-    with safe_write.replacing(path) as temporary, tf.io.TFRecordWriter(temporary) as writer:
-        for record in records:
-            writer.write(record)
 
 
 _FEATURES = {"inputs": tf.io.RaggedFeature(tf.int64), "targets": tf.io.RaggedFeature(tf.int64)}

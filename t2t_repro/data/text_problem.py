@@ -5,8 +5,11 @@ attributes); this class generates, verifies and serves the data:
 
     generate_data: pass 1 streams the train pairs once and keeps a bounded, seeded reservoir sample of
                    sentences (both sides: the vocabulary is shared, section 5.1) to train SentencePiece on;
-                   pass 2 streams every split again, encodes it in chunks and writes TFRecord shards.
-                   Nothing holds the whole corpus, so memory stays flat however large the corpus is.
+                   pass 2 streams every split again in blocks, which worker processes encode and write
+                   (`--workers`, default one per CPU core; `split_writer`), then deals the examples out to
+                   TFRecord shards: the same bytes whatever the number of workers. Nothing holds the whole
+                   corpus, so memory stays flat however large the corpus is. Both passes show a progress bar
+                   with the rate and (pass 2) the time left.
     dataset:       {"inputs", "targets"} int32 ids ending in EOS_ID.
     text_pairs:    the dev/test (source, reference) texts, in order, for decoding and scoring.
 
@@ -21,7 +24,6 @@ deterministic, so regenerating after a change that does not affect the data give
 
 import abc
 import hashlib
-import itertools
 import json
 import os
 import random
@@ -29,22 +31,21 @@ import sys
 import time
 
 import sentencepiece
+import tqdm
 
 from t2t_repro import safe_write
-from t2t_repro.data import ptb_tree, records, vocabulary as vocabulary_module
+from t2t_repro.data import encoding_blocks, example_proto, ptb_tree, records, split_writer
+from t2t_repro.data import vocabulary as vocabulary_module
+from t2t_repro.data.encoding_blocks import BlockJob
 from t2t_repro.data.problem import SPLITS, Problem
+from t2t_repro.data.split_writer import EncodingPool
 from t2t_repro.data.vocabulary import MODEL_SUFFIX, Vocabulary, train_vocabulary
 from t2t_repro.errors import UserError
-from t2t_repro.special_tokens import EOS_ID
 
 VOCAB_PREFIX = "vocab"
 _SAMPLE_SEED = 20170612  # the paper's arXiv date; any fixed seed keeps the vocabulary reproducible
 # Modules whose code shapes the generated data besides the problem's own classes (see `data_version`).
-_ENCODING_MODULES = (records, vocabulary_module, ptb_tree)
-
-
-def _text_file(split):
-    return f"{split}.pairs.jsonl"
+_ENCODING_MODULES = (records, vocabulary_module, ptb_tree, example_proto, encoding_blocks, split_writer)
 
 
 def source_digest(paths):
@@ -64,7 +65,7 @@ class TextPairProblem(Problem):
     vocab_sample_sentences = 2_000_000  # sentences (source and target counted separately) to train it on
     max_tokens_per_side = 1024  # generous: far above any hparams max_length, it only drops broken pairs
     train_shards = 16
-    encode_chunk_pairs = 8192  # pairs encoded per call (several threads), bounding memory in pass 2
+    encode_chunk_pairs = 8192  # pairs a datagen worker encodes and writes at a time (a block), bounding memory
 
     @abc.abstractmethod
     def raw_pairs(self, split, tmp_dir, manual_dir):
@@ -131,13 +132,13 @@ class TextPairProblem(Problem):
         if split == "train":
             raise UserError("only the dev and test splits keep their text; the train split is stored as ids")
         self.metadata(data_dir)
-        path = os.path.join(self.problem_dir(data_dir), _text_file(split))
+        path = os.path.join(self.problem_dir(data_dir), split_writer.text_file_name(split))
         with open(path, encoding="utf-8") as lines:
             return [tuple(json.loads(line)) for line in lines]
 
     # Generation.
 
-    def generate_data(self, data_dir, tmp_dir=None, manual_dir=None):
+    def generate_data(self, data_dir, tmp_dir=None, manual_dir=None, workers=None):
         start = time.perf_counter()
         final_dir = self.problem_dir(data_dir)
         version = self.data_version()
@@ -149,15 +150,17 @@ class TextPairProblem(Problem):
         except OSError as error:
             raise UserError(f"cannot write to data_dir {data_dir}: {error.strerror}") from None
         try:
-            metadata = self._generate(work_dir, version, tmp_dir, manual_dir, start)
+            metadata = self._generate(work_dir, version, tmp_dir, manual_dir, start, workers)
             records.publish(work_dir, final_dir, data_version=version)
         finally:
             safe_write.remove(work_dir)  # gone after a failure too; published, it is no longer there
         return self._summary(metadata, final_dir, False, metadata["seconds"])
 
-    def _generate(self, work_dir, version, tmp_dir, manual_dir, start):
+    def _generate(self, work_dir, version, tmp_dir, manual_dir, start, workers):
         """Writes the vocabulary, every split and the metadata into `work_dir`; returns the metadata."""
         sample, train_pairs = self._vocabulary_sample(tmp_dir, manual_dir)
+        print(f"{self.name}: training a {self.vocab_size:,}-piece {self.vocab_model_type} vocabulary on "
+              f"{len(sample):,} sentences", file=sys.stderr, flush=True)
         vocabulary = train_vocabulary(
             sample,
             os.path.join(work_dir, VOCAB_PREFIX),
@@ -167,9 +170,10 @@ class TextPairProblem(Problem):
         )
         del sample
         splits = {}
-        for split in SPLITS:
-            total = train_pairs if split == "train" else None
-            splits[split] = self._write_split(work_dir, split, vocabulary, tmp_dir, manual_dir, total)
+        with EncodingPool(workers) as pool:
+            for split in SPLITS:
+                total = train_pairs if split == "train" else None
+                splits[split] = self._write_split(pool, work_dir, split, vocabulary, tmp_dir, manual_dir, total)
         seconds = time.perf_counter() - start
         return records.write_metadata(
             work_dir,
@@ -198,7 +202,9 @@ class TextPairProblem(Problem):
         reservoir = []
         seen = 0
         count = 0
-        for count, (source, target) in enumerate(self._stripped_pairs("train", tmp_dir, manual_dir), 1):
+        pairs = tqdm.tqdm(self._stripped_pairs("train", tmp_dir, manual_dir), desc="sampling train for the vocabulary",
+                          unit=" pairs", mininterval=2.0, unit_scale=True)
+        for count, (source, target) in enumerate(pairs, 1):
             if not source or not target:
                 continue
             seen += 1
@@ -212,52 +218,22 @@ class TextPairProblem(Problem):
             raise UserError(f"problem {self.name}: the train split holds no non-empty sentence pair")
         return [sentence for pair in reservoir for sentence in pair], count
 
-    def _write_split(self, work_dir, split, vocabulary, tmp_dir, manual_dir, total):
-        """Pass 2 for one split: encodes, filters (train only), writes shards and (dev/test) the raw texts.
-        Records the split's counts and its shortest pair (the longer side's ids, EOS included)."""
-        counts = {"examples": 0, "dropped_empty": 0, "dropped_too_long": 0}
-        shortest = None
+    def _write_split(self, pool, work_dir, split, vocabulary, tmp_dir, manual_dir, total):
+        """Pass 2 for one split (`split_writer`): encodes, filters (train only), writes shards and (dev/test)
+        the raw texts. Records the split's counts and its shortest pair (the longer side's ids, EOS included)."""
         keep_text = split != "train"
-        text_out = open(os.path.join(work_dir, _text_file(split)), "w", encoding="utf-8") if keep_text else None
-
-        def encoded_examples():
-            nonlocal shortest
-            pairs = self._stripped_pairs(split, tmp_dir, manual_dir)
-            while chunk := list(itertools.islice(pairs, self.encode_chunk_pairs)):
-                if not keep_text:
-                    kept = [pair for pair in chunk if pair[0] and pair[1]]
-                    counts["dropped_empty"] += len(chunk) - len(kept)
-                    chunk = kept
-                sources = vocabulary.encode_batch([source for source, _ in chunk])
-                targets = vocabulary.encode_batch([target for _, target in chunk])
-                for pair, source_ids, target_ids in zip(chunk, sources, targets):
-                    source_ids.append(EOS_ID)
-                    target_ids.append(EOS_ID)
-                    too_long = max(len(source_ids), len(target_ids)) > self.max_tokens_per_side
-                    if too_long and not keep_text:
-                        counts["dropped_too_long"] += 1
-                        continue
-                    if keep_text:
-                        text_out.write(json.dumps(pair, ensure_ascii=False) + "\n")
-                    longer = max(len(source_ids), len(target_ids))
-                    shortest = longer if shortest is None else min(shortest, longer)
-                    yield source_ids, target_ids
-
-        try:
-            shards = self.train_shards if split == "train" else 1
-            names, counts["examples"] = records.write_split(
-                work_dir, split, encoded_examples(), shards, total=total, shuffle=split == "train"
-            )
-        finally:
-            if text_out:
-                text_out.close()
+        job = BlockJob(vocabulary.model_path, os.path.join(work_dir, f".blocks-{split}"), split,
+                       self.train_shards if split == "train" else 1, self.max_tokens_per_side, keep_text)
+        pairs = self._stripped_pairs(split, tmp_dir, manual_dir)
+        names, counts = split_writer.write_split(pool, job, work_dir, pairs, self.encode_chunk_pairs, total=total,
+                                                 shuffle=split == "train")
         if not counts["examples"]:
             dropped = counts["dropped_empty"] + counts["dropped_too_long"]
             limit = self.max_tokens_per_side
             detail = f" ({dropped} pairs dropped: a side empty or over {limit} tokens)" if dropped else ""
             raise UserError(f"problem {self.name}: the {split} split holds no example{detail}; every split needs "
                             "sentence pairs")
-        return dict(counts, shards=names, shortest_pair=shortest)
+        return dict(counts, shards=names)
 
     def _summary(self, metadata, directory, reused, seconds):
         splits = {

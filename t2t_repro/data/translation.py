@@ -3,39 +3,23 @@
 Raw text comes from, in order:
 
 1. `raw_text_dir(tmp_dir, manual_dir)` (by default `--manual_dir`), a directory of line-aligned plain files
-   `{train,dev,test}.{source_language}` and `{train,dev,test}.{target_language}`, one sentence per line;
+   `{train,dev,test}.{source_language}` and `{train,dev,test}.{target_language}`, one sentence per line, where
+   dev and test may instead be WMT's SGML files as distributed (`t2t_repro.data.parallel_files`);
 2. otherwise the TFDS builder `tfds_name`, downloaded and prepared in `tmp_dir` (TFDS's default directory when
    unset): train = "train", dev = "validation" (newstest2013), test = "test" (newstest2014) (PAPER.md "Data").
 """
 
-import itertools
 import os
 
 import tensorflow_datasets as tfds
 
+from t2t_repro.data.parallel_files import read_pairs, split_files
 from t2t_repro.data.problem import SPLITS
 from t2t_repro.data.text_problem import TextPairProblem
 from t2t_repro.decode_settings import TRANSLATION_DECODE_SETTINGS
 from t2t_repro.errors import UserError
 
 TFDS_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
-
-
-def _lines(path):
-    """The lines of a UTF-8 file without their line ends; only "\\n" (or "\\r\\n") ends a line. Bytes that are
-    not UTF-8 (binary data, another encoding) are a UserError naming the file and line."""
-    with open(path, "rb") as source:
-        for number, line in enumerate(source, 1):
-            line = line[:-1] if line.endswith(b"\n") else line
-            line = line[:-1] if line.endswith(b"\r") else line
-            try:
-                text = line.decode("utf-8")
-            except UnicodeDecodeError as error:
-                raise UserError(
-                    f"{path}:{number}: not UTF-8 text (byte 0x{line[error.start]:02x} at byte {error.start + 1} of "
-                    "the line); the parallel files must be UTF-8 text, one sentence per line"
-                ) from None
-            yield text
 
 
 class TranslationProblem(TextPairProblem):
@@ -47,15 +31,19 @@ class TranslationProblem(TextPairProblem):
     source_language: str
     target_language: str
     tfds_name: str = ""  # e.g. "wmt14_translate/de-en"; empty: local text files only
+    sgml_sets: dict = {}  # split -> the WMT test set whose official SGML files may stand for it
 
     def raw_text_dir(self, tmp_dir, manual_dir):
         """The directory of plain parallel text files to read, or None to use TFDS."""
         return manual_dir
 
+    def split_files(self, text_dir, split):
+        """(source path, target path) of a split in a text directory (plain text, or SGML for dev and test)."""
+        return split_files(text_dir, split, self.source_language, self.target_language, self.sgml_sets.get(split))
+
     def expected_files(self, text_dir):
         """Paths of the six parallel files a text directory must hold."""
-        languages = (self.source_language, self.target_language)
-        return [os.path.join(text_dir, f"{split}.{language}") for split in SPLITS for language in languages]
+        return [path for split in SPLITS for path in self.split_files(text_dir, split)]
 
     def check_raw_data(self, tmp_dir, manual_dir):
         text_dir = self.raw_text_dir(tmp_dir, manual_dir)
@@ -67,19 +55,23 @@ class TranslationProblem(TextPairProblem):
             self._tfds_builder(tmp_dir)  # download now, so a failure shows before any long work
 
     def _check_text_dir(self, text_dir):
-        expected = ", ".join(os.path.basename(path) for path in self.expected_files(text_dir))
+        languages = (self.source_language, self.target_language)
+        expected = ", ".join(f"{split}.{language}" for split in SPLITS for language in languages)
         if not os.path.isdir(text_dir):
             raise UserError(
                 f"{text_dir} is not a directory; problem {self.name} expects line-aligned files {expected} "
                 f"there (one sentence per line)"
             )
-        missing = [path for path in self.expected_files(text_dir) if not os.path.isfile(path)]
+        files = self.expected_files(text_dir)
+        missing = [path for path in files if not os.path.isfile(path)]
         if missing:
+            official = "".join(f", {name}-src.{languages[0]}.sgm" for name in self.sgml_sets.values())
             raise UserError(
                 f"{text_dir} lacks {', '.join(os.path.basename(path) for path in missing)}; problem {self.name} "
-                f"expects line-aligned files {expected} there (one sentence per line)"
+                f"expects line-aligned files {expected} there (one sentence per line; dev and test may be SGML "
+                f"files: {{dev,test}}.<language>.sgm{official} and their -ref files)"
             )
-        empty = [path for path in self.expected_files(text_dir) if os.path.getsize(path) == 0]
+        empty = [path for path in files if os.path.getsize(path) == 0]
         if empty:
             raise UserError(
                 f"{', '.join(empty)} {'is' if len(empty) == 1 else 'are'} empty; problem {self.name} needs "
@@ -94,15 +86,7 @@ class TranslationProblem(TextPairProblem):
 
     def _file_pairs(self, split, text_dir):
         self._check_text_dir(text_dir)
-        source_path = os.path.join(text_dir, f"{split}.{self.source_language}")
-        target_path = os.path.join(text_dir, f"{split}.{self.target_language}")
-        end = object()
-        pairs = itertools.zip_longest(_lines(source_path), _lines(target_path), fillvalue=end)
-        for number, (source, target) in enumerate(pairs, 1):
-            if source is end or target is end:
-                shorter = source_path if source is end else target_path
-                raise UserError(f"{shorter} has fewer lines ({number - 1}) than its parallel file; they must align")
-            yield source, target
+        return read_pairs(*self.split_files(text_dir, split))
 
     def _tfds_builder(self, tmp_dir):
         """The prepared TFDS builder; a failed download is a UserError saying how to use local files."""

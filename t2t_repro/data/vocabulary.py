@@ -116,6 +116,7 @@ def train_vocabulary(sentences, model_prefix, vocab_size, model_type, user_defin
             bos_id=-1,
             user_defined_symbols=list(user_defined_symbols),
             byte_fallback=True,
+            split_by_whitespace=True,  # no piece spans two words: datagen encodes word by word (encoding_blocks)
             normalization_rule_name="identity",
             remove_extra_whitespaces=False,
             hard_vocab_limit=False,

@@ -2,6 +2,12 @@
 
     hypotheses = decode_texts(sources, model, vocabulary, settings, problem.postprocess)      # list[str]
     nbest = decode_texts_nbest(sources, model, vocabulary, settings.override(nbest=4))   # list[list[Hypothesis]]
+    nbest = search_texts_nbest(sources, search, vocabulary, settings)   # any engine's batch search
+
+A batch search is a function `search(sources) -> results`: `sources` a list of source id lists, each ending
+in EOS; `results` per source, its `settings.nbest` hypotheses best first, each (target ids, score), the ids
+ending in EOS or cut at the maximum length (PAD after the end is allowed). `tensorflow_search(model, settings)`
+is the project's beam search over a Keras model; other engines (CTranslate2) provide their own.
 
 Sentences are stripped of surrounding whitespace and encoded (with the EOS the training data ends every
 source with), sorted by length and decoded in batches by beam search (`t2t_repro.decode.beam_search`),
@@ -54,20 +60,23 @@ def read_source_lines(path):
     raw_lines = data.split(b"\n")
     if raw_lines and raw_lines[-1] == b"":
         raw_lines.pop()  # the final newline ends the last line, it does not start another
-    lines = []
-    for number, raw in enumerate(raw_lines, 1):
-        raw = raw[:-1] if raw.endswith(b"\r") else raw
-        try:
-            lines.append(raw.decode("utf-8"))
-        except UnicodeDecodeError as error:
-            text = raw.decode("utf-8", errors="replace")
-            logger.warning("%s line %d: invalid UTF-8 (%s), replaced with U+FFFD: %s", path, number, error.reason,
-                           _preview(text))
-            lines.append(text)
-    return lines
+    return [line_text(raw, f"{path} line {number}") for number, raw in enumerate(raw_lines, 1)]
 
 
-def _single_line(text):
+def line_text(raw, where):
+    """The text of one line read as bytes, its line end ("\n", "\r\n") removed; invalid UTF-8 becomes U+FFFD
+    with a warning naming `where`."""
+    raw = raw[:-1] if raw.endswith(b"\n") else raw
+    raw = raw[:-1] if raw.endswith(b"\r") else raw
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        text = raw.decode("utf-8", errors="replace")
+        logger.warning("%s: invalid UTF-8 (%s), replaced with U+FFFD: %s", where, error.reason, _preview(text))
+        return text
+
+
+def single_line(text):
     """Decoded text on one line, so that output files stay aligned with their inputs."""
     return " ".join(text.splitlines()) if ("\n" in text or "\r" in text) else text
 
@@ -75,14 +84,14 @@ def _single_line(text):
 def write_lines(path, lines):
     """Writes `lines` (one per line, UTF-8) to `path` through a temporary file and a rename."""
     try:
-        safe_write.write_lines(path, [_single_line(line) for line in lines])
+        safe_write.write_lines(path, [single_line(line) for line in lines])
     except OSError as error:
         raise UserError(f"cannot write {path}: {error.strerror}") from None
 
 
 def format_nbest(results):
     """The n-best file format: for every input, one line per hypothesis, "<score>\\t<text>", best first."""
-    return [f"{hypothesis.score:.6f}\t{_single_line(hypothesis.text)}" for per_input in results
+    return [f"{hypothesis.score:.6f}\t{single_line(hypothesis.text)}" for per_input in results
             for hypothesis in per_input]
 
 
@@ -118,16 +127,41 @@ def _postprocess(postprocess, decoded, source, number):
         return decoded
 
 
+def tensorflow_search(model, settings):
+    """The batch search (see the module docstring) of the project's beam search over `model` (a Transformer)
+    with `settings`, compiled once per model and settings."""
+    search = compiled_search(model, settings)
+
+    def run(sources):
+        batch = np.full([len(sources), max(len(ids) for ids in sources)], PAD_ID, np.int32)
+        for row, ids in enumerate(sources):
+            batch[row, : len(ids)] = ids
+        ids, scores = search(batch)
+        ids, scores = ids.numpy(), scores.numpy()
+        return [[(ids[row, k].tolist(), float(scores[row, k])) for k in range(settings.nbest)]
+                for row in range(len(sources))]
+
+    return run
+
+
 def decode_texts_nbest(texts, model, vocabulary, settings, postprocess=None, batch_size=None, progress=True):
+    """Decodes every source string with `model` by beam search; returns, in input order, a list of
+    `settings.nbest` Hypothesis per input (see `search_texts_nbest`)."""
+    return search_texts_nbest(texts, tensorflow_search(model, settings), vocabulary, settings, postprocess,
+                              batch_size, progress)
+
+
+def search_texts_nbest(texts, search, vocabulary, settings, postprocess=None, batch_size=None, progress=True):
     """Decodes every source string; returns, in input order, a list of `settings.nbest` Hypothesis per input.
 
     Args:
         texts: source strings.
-        model: a trained `Transformer`; vocabulary: its `Vocabulary`.
-        settings: a `DecodeSettings`; its max_input_length (default DEFAULT_MAX_INPUT_LENGTH) truncates
-            longer sources, EOS included, with a warning.
+        search: a batch search (see the module docstring), e.g. `tensorflow_search(model, settings)`.
+        vocabulary: the model's `Vocabulary`.
+        settings: the `DecodeSettings` of the search; its max_input_length (default DEFAULT_MAX_INPUT_LENGTH)
+            truncates longer sources, EOS included, with a warning.
         postprocess: `postprocess(decoded_text, source_text)`, e.g. a problem's; None keeps the decoded text.
-        batch_size: sentences per beam-search batch (default DEFAULT_BATCH_SIZE).
+        batch_size: sentences per search batch (default DEFAULT_BATCH_SIZE).
         progress: show a tqdm progress bar and log the throughput.
 
     An empty line gives `nbest` empty hypotheses with score 0.0.
@@ -137,7 +171,6 @@ def decode_texts_nbest(texts, model, vocabulary, settings, postprocess=None, bat
         raise UserError(f"batch_size={batch_size}: must be at least 1")
     max_input_length = settings.max_input_length or DEFAULT_MAX_INPUT_LENGTH
     nbest = settings.nbest
-    search = compiled_search(model, settings)
 
     # Stripped, as the training data is (leading or trailing spaces would otherwise become tokens).
     texts = [text.strip() for text in texts]
@@ -150,18 +183,10 @@ def decode_texts_nbest(texts, model, vocabulary, settings, postprocess=None, bat
     with tqdm(total=len(order), unit="sent", desc="decoding", disable=not progress) as bar:
         for start in range(0, len(order), batch_size):
             indices = order[start : start + batch_size]
-            batch = np.full([len(indices), max(len(encoded[i]) for i in indices)], PAD_ID, np.int32)
-            for row, i in enumerate(indices):
-                batch[row, : len(encoded[i])] = encoded[i]
-            ids, scores = search(batch)
-            ids, scores = ids.numpy(), scores.numpy()
-            for row, i in enumerate(indices):
-                output_tokens += int(np.count_nonzero(ids[row, 0]))
-                results[i] = [
-                    Hypothesis(_postprocess(postprocess, vocabulary.decode(ids[row, k].tolist()), texts[i], i + 1),
-                               float(scores[row, k]))
-                    for k in range(nbest)
-                ]
+            for i, hypotheses in zip(indices, search([encoded[i] for i in indices])):
+                output_tokens += sum(1 for token in hypotheses[0][0] if token != PAD_ID)
+                results[i] = [Hypothesis(_postprocess(postprocess, vocabulary.decode(ids), texts[i], i + 1), score)
+                              for ids, score in hypotheses[:nbest]]
             bar.update(len(indices))
     if progress and order:
         seconds = time.perf_counter() - started
@@ -176,13 +201,18 @@ def decode_texts(texts, model, vocabulary, settings, postprocess=None, **options
     return [per_input[0].text for per_input in results]
 
 
-def decode_file(source_path, target_path, model, vocabulary, settings, postprocess=None, **options):
-    """Decodes a text file line by line into `target_path` (written atomically); returns the line count.
+def output_lines(results, nbest):
+    """The output lines of decoded inputs: the best text per input, or with nbest > 1 the `format_nbest` lines."""
+    return [per_input[0].text for per_input in results] if nbest == 1 else format_nbest(results)
+
+
+def decode_file(source_path, target_path, search, vocabulary, settings, postprocess=None, **options):
+    """Decodes a text file line by line with a batch search (`tensorflow_search(model, settings)`, say) into
+    `target_path` (written atomically); returns the line count.
 
     With settings.nbest 1 the output has one hypothesis per line; with nbest N it has N lines per input in the
     `format_nbest` layout, "<score>\\t<text>"."""
     sources = read_source_lines(source_path)
-    results = decode_texts_nbest(sources, model, vocabulary, settings, postprocess, **options)
-    lines = [per_input[0].text for per_input in results] if settings.nbest == 1 else format_nbest(results)
-    write_lines(target_path, lines)
+    results = search_texts_nbest(sources, search, vocabulary, settings, postprocess, **options)
+    write_lines(target_path, output_lines(results, settings.nbest))
     return len(sources)

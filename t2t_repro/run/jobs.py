@@ -7,16 +7,18 @@ them (`LoadedRun.decode_settings`).
 """
 
 import os
-import sys
 
 from t2t_repro import catalog
 from t2t_repro.data.text_problem import summary_line
-from t2t_repro.decode.decode_text import decode_file as decode_text_file
-from t2t_repro.decode.decode_text import decode_texts, write_lines
+from t2t_repro.decode.decode_text import decode_texts, tensorflow_search, write_lines
 from t2t_repro.errors import UserError
 from t2t_repro.run.layout import RunLayout
 from t2t_repro.run.restore import restore_run
+from t2t_repro.run.text_decoder import TextDecoder, export_postprocess
 from t2t_repro.serve.export import export_saved_model
+from t2t_repro.serve.saved_model_backend import SavedModelBackend
+from t2t_repro.serve.served_model import ServedModel
+from t2t_repro.serve.versions import latest_version_dir
 from t2t_repro.train.averaging import average_checkpoints
 from t2t_repro.train.checkpoints import checkpoint_step
 from t2t_repro.visualize.attention_maps import compute_attention_maps
@@ -37,20 +39,13 @@ def average(output_dir, num_last=None):
     return average_checkpoints(layout.checkpoint_dir, layout.averaged_dir, hparams, num_last)
 
 
-def decode_file(output_dir, source_path, target_path, checkpoint=None, batch_size=None, progress=True,
-                **settings_flags):
-    """Decodes a text file with a run; returns (lines decoded, the checkpoint used)."""
-    if not os.path.isfile(source_path):
-        raise UserError(f"{source_path}: no such file")
-    target_dir = os.path.dirname(os.path.abspath(target_path))
-    if not os.path.isdir(target_dir):
-        raise UserError(f"{target_path}: directory {target_dir} does not exist")
+def run_decoder(output_dir, checkpoint=None, **settings_flags):
+    """A TextDecoder of a run's model (TensorFlow beam search), restored from `checkpoint` (default: the
+    averaged one when current, else the latest), with the problem's decode settings and the given flags."""
     run = restore_run(output_dir, checkpoint)
     settings = run.decode_settings(**settings_flags)
-    print(f"decoding {source_path} with {run.checkpoint}", file=sys.stderr, flush=True)
-    count = decode_text_file(source_path, target_path, run.model, run.vocabulary, settings, run.problem.postprocess,
-                             batch_size=batch_size, progress=progress)
-    return count, run.checkpoint
+    return TextDecoder(tensorflow_search(run.model, settings), settings, run.vocabulary, run.problem.postprocess,
+                       run.checkpoint)
 
 
 def decode_test_split(output_dir, checkpoint=None):
@@ -80,11 +75,10 @@ def decode_test_split(output_dir, checkpoint=None):
     return {**scores, "test_sentences": len(sources), "decode": decode, "checkpoint": run.checkpoint}
 
 
-def export(output_dir, export_dir=None, checkpoint=None, **settings_flags):
-    """Exports a run as a new SavedModel version (default under output_dir/export); returns its path."""
-    run = restore_run(output_dir, checkpoint)
-    settings = run.decode_settings(**settings_flags)
-    metadata = {
+def export_description(run):
+    """What an export of a restored run comes from, for its metadata: problem, hparams, checkpoint, step and
+    the problem's post-processing."""
+    return {
         "problem": run.info.problem,
         "hparams_set": run.info.hparams_set,
         "hparams_overrides": run.info.hparams_overrides,
@@ -92,7 +86,21 @@ def export(output_dir, export_dir=None, checkpoint=None, **settings_flags):
         "step": checkpoint_step(run.checkpoint),
         "postprocess": run.problem.postprocess_note,
     }
-    return export_saved_model(run.model, run.vocabulary, settings, export_dir or run.layout.export_dir, metadata)
+
+
+def export(output_dir, export_dir=None, checkpoint=None, **settings_flags):
+    """Exports a run as a new SavedModel version (default under output_dir/export); returns its path."""
+    run = restore_run(output_dir, checkpoint)
+    settings = run.decode_settings(**settings_flags)
+    return export_saved_model(run.model, run.vocabulary, settings, export_dir or run.layout.export_dir,
+                              export_description(run))
+
+
+def served_model(model_dir, limits):
+    """The newest SavedModel version under `model_dir`, ready to serve with `limits` (TensorFlow engine); a
+    parsing model answers trees (its problem's post-processing)."""
+    backend = SavedModelBackend(latest_version_dir(model_dir))
+    return ServedModel(backend, limits, postprocess=export_postprocess(backend.metadata))
 
 
 def attention_maps(output_dir, sentence, checkpoint=None, layers=None, **settings_flags):

@@ -5,7 +5,8 @@
 
 The chief first checks that output_dir can take the run (a restart with other hparams or another problem is
 refused before any data is generated). Data is generated when data_dir lacks it (or holds data made by other
-code), and a max_length that no train pair fits is refused. The chief records the run in output_dir, trains
+code), by the chief alone: the other workers of a multi-worker run wait for it (`t2t_repro.run.data`). A
+max_length that no train pair fits is refused. The chief records the run in output_dir, trains
 with dev evaluation every options.eval_steps steps, and ends the run (`finish_run`); other workers of a
 multi-worker run only train.
 """
@@ -14,8 +15,9 @@ import dataclasses
 import os
 
 from t2t_repro import catalog
-from t2t_repro.data.text_problem import summary_line
+from t2t_repro.data.datagen_options import DatagenOptions
 from t2t_repro.hparams_type import apply_overrides
+from t2t_repro.run.data import prepare_data
 from t2t_repro.run.dev_evaluation import DevEvaluator
 from t2t_repro.run.end_of_run import finish_run
 from t2t_repro.run.layout import RunInfo, RunLayout
@@ -30,8 +32,9 @@ def resolve_hparams(config):
     return hparams
 
 
-def train_run(config, options):
-    """Trains the run `config` describes; returns the report (None on workers other than the chief)."""
+def train_run(config, options, datagen=DatagenOptions()):
+    """Trains the run `config` describes; returns the report (None on workers other than the chief).
+    `datagen` says how missing data is generated (`t2t_repro.data.datagen_options.DatagenOptions`)."""
     hparams = resolve_hparams(config)
     problem = catalog.get_problem(config.problem)
     data_dir = config.resolved_data_dir
@@ -42,9 +45,7 @@ def train_run(config, options):
     if trainer.chief:
         # Before data generation, which may take hours.
         layout.check_restart(hparams, info, config.allow_precision_change)
-    if not problem.data_ready(data_dir):
-        print(f"generating data for {config.problem} in {data_dir}", flush=True)
-        print(summary_line(problem.generate_data(data_dir, config.tmp_dir, config.manual_dir)), flush=True)
+    prepare_data(problem, data_dir, config.tmp_dir, config.manual_dir, datagen, chief=trainer.chief)
     problem.check_max_length(data_dir, hparams.max_length)
     evaluator = None
     if trainer.chief:

@@ -27,7 +27,6 @@ Python code of this project. Exports are versioned the way TensorFlow Serving ex
 integers, increasing; see `t2t_repro.serve.versions`).
 """
 
-import json
 import os
 import time
 
@@ -36,18 +35,16 @@ import tensorflow_text as tf_text
 
 from t2t_repro import safe_write
 from t2t_repro.decode.transformer_search import search
-from t2t_repro.errors import UserError
-from t2t_repro.serve.versions import write_new_version
+from t2t_repro.serve.export_files import (
+    IDS_SIGNATURE, INPUT_NAME, OUTPUT_NAME, SAVED_MODEL_METADATA, SAVED_MODEL_VOCABULARY, SCORES_NAME, TEXT_SIGNATURE,
+)
+from t2t_repro.serve.sentencepiece_log import sentencepiece_info_hidden
+from t2t_repro.serve.versions import unwritten_version_error, write_new_version
 from t2t_repro.special_tokens import EOS_ID, PAD_ID
 
-TEXT_SIGNATURE = "serving_default"
-IDS_SIGNATURE = "ids"
-INPUT_NAME = "inputs"
-OUTPUT_NAME = "outputs"
-SCORES_NAME = "scores"
 # Written beside the SavedModel in assets.extra/, which TensorFlow Serving ignores.
-METADATA_FILE = os.path.join("assets.extra", "t2t_repro_export.json")
-VOCABULARY_FILE = os.path.join("assets.extra", "vocab.model")
+METADATA_FILE = SAVED_MODEL_METADATA
+VOCABULARY_FILE = SAVED_MODEL_VOCABULARY
 FORMAT_VERSION = 1
 
 # The characters Python's str.isspace() accepts, so that the graph strips exactly what str.strip() strips.
@@ -137,10 +134,12 @@ def export_saved_model(model, vocabulary, settings, export_dir, description):
     """
     if settings.max_input_length is None:
         raise ValueError("the export needs settings.max_input_length")
-    module, signatures = build_serving_module(model, vocabulary.serialized_model, settings)
+    with sentencepiece_info_hidden():
+        module, signatures = build_serving_module(model, vocabulary.serialized_model, settings)
     decode = {name: value for name, value in settings.to_dict().items() if name != "nbest"}
     metadata = {
         "format_version": FORMAT_VERSION,
+        "format": "saved_model",
         **description,
         "vocab_size": vocabulary.vocab_size,
         "decode": decode,
@@ -159,17 +158,8 @@ def export_saved_model(model, vocabulary, settings, export_dir, description):
             safe_write.write_file(os.path.join(path, VOCABULARY_FILE), vocabulary.serialized_model)
             safe_write.write_json(os.path.join(path, METADATA_FILE), metadata)
         except (tf.errors.OpError, OSError) as error:  # e.g. a full disk: no version is published
-            reason = " ".join(str(getattr(error, "strerror", None) or getattr(error, "message", error)).split())
-            raise UserError(f"could not write a SavedModel under {export_dir} ({reason}); no version was "
-                            "published") from None
+            raise unwritten_version_error("a SavedModel", export_dir, error) from None
 
-    return write_new_version(export_dir, write)
+    with sentencepiece_info_hidden():  # the tokenizer in the graph prints them when it is created
+        return write_new_version(export_dir, write)
 
-
-def read_export_metadata(version_dir):
-    """The metadata JSON written beside an exported SavedModel; {} if there is none."""
-    try:
-        with open(os.path.join(version_dir, METADATA_FILE), encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return {}

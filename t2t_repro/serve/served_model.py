@@ -1,70 +1,38 @@
-"""The model behind the REST server: the newest SavedModel version, its signatures, request checks, batching.
+"""The model behind the REST server: an engine's signatures, request checks, batching and post-processing.
 
-    served = ServedModel("runs/wmt_ende/export", ServingLimits(max_batch_size=32))
+    served = ServedModel(SavedModelBackend("runs/wmt_ende/export/3"), ServingLimits(max_batch_size=32))
     served.predict({"instances": ["A sentence."]})   # {"predictions": [{"outputs": ..., "scores": ...}]}
     served.close()
 
-Every signature with one input is served: a string vector (one text per example) or an integer matrix (one
-list of token ids per example, padded with PAD = 0 by the server). Each signature has its own batching queue
+The engine is a backend: `t2t_repro.serve.saved_model_backend.SavedModelBackend` (TensorFlow) or
+`t2t_repro.serve.ctranslate2_backend.CTranslate2Backend` (CTranslate2). It has the version directory and its
+metadata, the served signatures (`ServedSignature`: a string vector input, one text per example, or an
+integer matrix input, one list of token ids per example), their SignatureDefs as TensorFlow Serving's metadata
+shows them, and the source length in tokens of texts. Each signature has its own batching queue
 (`t2t_repro.serve.batcher`), so concurrent requests run together. Requests are checked before they are
-queued: examples per request, text length in characters and in source tokens (the export's
-`source_lengths` function), token ids inside the vocabulary. Integer matrix outputs come back per example
-with their trailing PAD removed, so an answer does not depend on what else was in its batch.
+queued: examples per request, text length in characters and in source tokens, token ids inside the
+vocabulary.
+
+With a problem's `postprocess(decoded, source)` (the run layer hands in the export's problem's), the text
+signature's "outputs" are what the problem makes of the decoded text (parsing: the PTB tree with the source
+words in place) and "raw_outputs" the decoded text itself (parsing: the linearised tree).
 """
 
 import concurrent.futures
-import contextlib
 import dataclasses
 import logging
 import os
-import re
-import sys
-import tempfile
-
-import numpy as np
-import tensorflow as tf
-import tensorflow_text  # noqa: F401 - registers the SentencePiece ops the exported graph uses
-from google.protobuf import json_format
-from google.protobuf.message import DecodeError
-from tensorflow.core.protobuf import saved_model_pb2
 
 from t2t_repro.errors import UserError
 from t2t_repro.serve import rest_api
 from t2t_repro.serve.batcher import BatchingQueue
-from t2t_repro.serve.export import read_export_metadata
+from t2t_repro.serve.export_files import OUTPUT_NAME
 from t2t_repro.serve.rest_api import RequestError
-from t2t_repro.serve.versions import latest_version_dir
-from t2t_repro.special_tokens import EOS_ID, PAD_ID
+from t2t_repro.special_tokens import EOS_ID
 
 logger = logging.getLogger(__name__)
 _FALLBACK_MAX_INPUT_TOKENS = 256  # when the export does not say (a SavedModel not made by this project)
-# SentencePiece's informational lines, e.g. "normalizer.cc(51) LOG(INFO) precompiled_charsmap is empty. use
-# identity normalization.", which the tensorflow-text kernels print whenever an export's tokenizer is created.
-_SENTENCEPIECE_INFO = re.compile(rb"^[\w.]+\.cc\(\d+\) LOG\(INFO\) [^\n]*\n?", re.MULTILINE)
-
-
-@contextlib.contextmanager
-def _sentencepiece_info_hidden():
-    """Runs the block with file descriptor 2 sent to a temporary file, then writes back to it all that was
-    written there except SentencePiece's informational lines. The copy of SentencePiece inside tensorflow-text
-    has no log-level setting (`sentencepiece.set_min_log_level` sets only the Python package's own copy), so
-    its lines are filtered out here; warnings and errors still reach stderr."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        with tempfile.TemporaryFile() as captured:
-            os.dup2(captured.fileno(), 2)
-            try:
-                yield
-            finally:
-                sys.stderr.flush()
-                os.dup2(saved, 2)
-                captured.seek(0)
-                rest = _SENTENCEPIECE_INFO.sub(b"", captured.read())
-                while rest:
-                    rest = rest[os.write(2, rest):]
-    finally:
-        os.close(saved)
+RAW_OUTPUT_NAME = "raw_outputs"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,72 +56,56 @@ class ServingLimits:
 
 @dataclasses.dataclass
 class ServedSignature:
-    """One signature of the SavedModel: its function, single input and outputs."""
+    """One served signature: its name, single input, outputs, and `run(examples)`, which answers a batch with
+    one {output name: JSON value} row per example (examples: texts, or lists of token ids)."""
 
     name: str
-    function: object
     input_name: str
-    input_spec: tf.TensorSpec
+    takes_text: bool
     output_names: list
-
-    @property
-    def takes_text(self):
-        return self.input_spec.dtype == tf.string
+    run: object
 
 
-def _servable(name, function):
-    _, inputs = function.structured_input_signature
-    if len(inputs) != 1:
-        return None
-    (input_name, spec), = inputs.items()
-    text = spec.dtype == tf.string and spec.shape.rank == 1
-    ids = spec.dtype.is_integer and spec.shape.rank == 2
-    if not (text or ids):
-        return None
-    return ServedSignature(name, function, input_name, spec, sorted(function.structured_outputs))
-
-
-def _signature_defs_json(version_dir):
-    """The SignatureDefs of the serving MetaGraph as protobuf JSON, as TensorFlow Serving's metadata gives them."""
-    saved_model = saved_model_pb2.SavedModel()
-    with open(os.path.join(version_dir, "saved_model.pb"), "rb") as f:
-        saved_model.ParseFromString(f.read())
-    for meta_graph in saved_model.meta_graphs:
-        if "serve" in meta_graph.meta_info_def.tags:
-            return {name: json_format.MessageToDict(definition, preserving_proto_field_name=True)
-                    for name, definition in meta_graph.signature_def.items()}
-    return {}
+def _with_raw_output(signature_def):
+    """A SignatureDef (protobuf JSON) with the raw decoded text among its outputs, shaped as "outputs"."""
+    outputs = dict(signature_def.get("outputs", {}))
+    if OUTPUT_NAME in outputs:
+        outputs[RAW_OUTPUT_NAME] = dict(outputs[OUTPUT_NAME], name=RAW_OUTPUT_NAME)
+    return dict(signature_def, outputs=outputs)
 
 
 class ServedModel:
-    """Loads the newest version under `model_dir` and answers predict requests through batching queues."""
+    """Answers predict requests for a loaded backend through batching queues.
 
-    def __init__(self, model_dir, limits=ServingLimits(), warm_up=True):
+    Args:
+        backend: a loaded engine (see the module docstring).
+        limits: the `ServingLimits`.
+        postprocess: a problem's `postprocess(decoded_text, source_text)` for the text signature, or None.
+        warm_up: run every signature once now, so that the first request is not slow and a broken model fails.
+    """
+
+    def __init__(self, backend, limits=ServingLimits(), postprocess=None, warm_up=True):
         limits.check()
         self.limits = limits
-        self.version_dir = latest_version_dir(model_dir)
-        self.version = int(os.path.basename(self.version_dir))
-        try:
-            with _sentencepiece_info_hidden():
-                self.loaded = tf.saved_model.load(self.version_dir)
-            self.signature_defs = _signature_defs_json(self.version_dir)
-        except (OSError, ValueError, DecodeError, tf.errors.OpError) as error:
-            first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
-            raise UserError(f"cannot load the SavedModel in {self.version_dir}: {first_line}") from None
-        self.export_metadata = read_export_metadata(self.version_dir)
-        self.signatures = {}
-        for name, function in self.loaded.signatures.items():
-            signature = _servable(name, function)
-            if signature is None:
-                logger.warning("signature %r has an input layout the server does not handle; not served", name)
-            else:
-                self.signatures[name] = signature
-        if not self.signatures:
-            raise UserError(f"{self.version_dir} has no signature with one string or integer input to serve")
-        self.vocab_size = self.export_metadata.get("vocab_size")
+        self.backend = backend
+        self.postprocess = postprocess
+        self.version_dir = backend.version_dir
+        self.version = int(os.path.basename(os.path.normpath(self.version_dir)))
+        self.export_metadata = backend.metadata
+        self.signatures = dict(backend.signatures)
+        self.signature_defs = dict(backend.signature_defs)
+        if postprocess is not None:
+            for name, signature in self.signatures.items():
+                if signature.takes_text and OUTPUT_NAME in signature.output_names:
+                    self.signatures[name] = dataclasses.replace(
+                        signature, output_names=sorted(signature.output_names + [RAW_OUTPUT_NAME]))
+                    self.signature_defs[name] = _with_raw_output(self.signature_defs.get(name, {}))
+        self.vocab_size = backend.vocab_size
         decode = self.export_metadata.get("decode", {})
         self.max_input_tokens = limits.max_input_tokens or decode.get("max_input_length", _FALLBACK_MAX_INPUT_TOKENS)
-        self._source_lengths = getattr(self.loaded, "source_lengths", None)
+        if backend.max_source_tokens is not None and self.max_input_tokens > backend.max_source_tokens:
+            raise UserError(f"--max_input_tokens={self.max_input_tokens}: this model reads sources of at most "
+                            f"{backend.max_source_tokens} tokens")
         self._queues = {
             name: BatchingQueue(lambda items, s=signature: self._run_batch(s, items), limits.max_batch_size,
                                 limits.batch_timeout_ms / 1000.0, name=f"batcher-{name}")
@@ -172,8 +124,9 @@ class ServedModel:
             example = "warm-up" if signature.takes_text else [EOS_ID]
             try:
                 self._run_batch(signature, [example])
-            except tf.errors.OpError as error:
-                raise UserError(f"signature {signature.name!r} of {self.version_dir} fails: {error.message}") from None
+            except self.backend.model_errors as error:
+                raise UserError(f"signature {signature.name!r} of {self.version_dir} fails: "
+                                f"{self.backend.error_message(error)}") from None
 
     def close(self):
         for queue in self._queues.values():
@@ -222,8 +175,8 @@ class ServedModel:
             if len(text) > self.limits.max_input_chars:
                 raise RequestError(400, f"{where} has {len(text)} characters: at most {self.limits.max_input_chars}")
             texts.append(text)
-        if self._source_lengths is not None:
-            lengths = self._source_lengths(tf.constant(texts, tf.string)).numpy()
+        lengths = self.backend.source_lengths(texts)
+        if lengths is not None:
             for index, length in enumerate(lengths):
                 if length > self.max_input_tokens:
                     raise RequestError(400, f"example {index} is {length} tokens long (EOS included): at most "
@@ -242,21 +195,17 @@ class ServedModel:
     # Model calls (in the batching queues' worker threads).
 
     def _run_batch(self, signature, examples):
-        if signature.takes_text:
-            inputs = tf.constant(examples, tf.string)
-        else:
-            matrix = np.full([len(examples), max(len(ids) for ids in examples)], PAD_ID, np.int64)
-            for row, ids in enumerate(examples):
-                matrix[row, : len(ids)] = ids
-            inputs = tf.constant(matrix, signature.input_spec.dtype)
-        outputs = {name: value.numpy() for name, value in signature.function(**{signature.input_name: inputs}).items()}
-        rows = []
-        for index in range(len(examples)):
-            row = {}
-            for name in signature.output_names:
-                value = outputs[name][index]
-                if isinstance(value, np.ndarray) and value.ndim == 1 and np.issubdtype(value.dtype, np.integer):
-                    value = np.trim_zeros(value, "b")  # PAD after the end: depends only on the batch's length
-                row[name] = rest_api.to_json_value(value)
-            rows.append(row)
+        rows = signature.run(examples)
+        if self.postprocess is not None and RAW_OUTPUT_NAME in signature.output_names:
+            for row, text in zip(rows, examples):
+                raw = row[OUTPUT_NAME]
+                row[RAW_OUTPUT_NAME] = raw
+                row[OUTPUT_NAME] = self._postprocessed(raw, text.strip())
         return rows
+
+    def _postprocessed(self, decoded, source):
+        try:
+            return self.postprocess(decoded, source)
+        except Exception as error:  # noqa: BLE001 - one malformed output must not fail its batch
+            logger.warning("postprocessing failed (%s), answered the raw output: %r", error, decoded[:40])
+            return decoded

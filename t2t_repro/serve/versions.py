@@ -41,6 +41,13 @@ def latest_version_dir(base):
     return os.path.join(base, str(versions[-1]))
 
 
+def unwritten_version_error(what, base, error):
+    """The UserError for a version that could not be written (`what`: e.g. "a SavedModel") because of `error`,
+    an OSError or a TensorFlow error (a full disk, say): nothing was published."""
+    reason = " ".join(str(getattr(error, "strerror", None) or getattr(error, "message", error)).split())
+    return UserError(f"could not write {what} under {base} ({reason}); no version was published")
+
+
 def write_new_version(base, write):
     """Calls `write(path)` on a temporary directory, then publishes it as `base/<latest + 1>`; returns that path.
 

@@ -18,7 +18,14 @@ the slow uncached search is timed --uncached_repeats times (default 1) after the
 The decode suite's batch and output length are its own flags (--decode_batch, --output_length,
 --beam_size), since the common --batch_sentences/--tgt_len defaults are the training suite's.
 
+With --engine ctranslate2 the same random-weight model is exported with the project's CTranslate2 export in
+--quantization (int8 by default) and decoded by CTranslate2 (benchmarks.decode_ctranslate2) on the same
+sources, to the same output length, at the same beam; --peer tensorflow times the cached TensorFlow search in
+turns with it (the target: int8 at least 1.7 times as fast). The TensorFlow search computes in the hparams'
+precision (e.g. --hparams_overrides=precision=mixed_bfloat16).
+
     python tools/benchmark.py --suite decode [--hparams transformer_base] [--peer keras_hub] [--json]
+    python tools/benchmark.py --suite decode --engine ctranslate2 --quantization int8 --peer tensorflow --json
 """
 
 import importlib.util
@@ -27,6 +34,7 @@ import statistics
 import tensorflow as tf
 
 from benchmarks import check_peer, measurement, progress, random_token_batch, resolve_hparams, resolve_vocab_size
+from benchmarks.decode_ctranslate2 import run_ctranslate2
 from benchmarks.timing import device_description, interleaved_times, median_seconds
 from t2t_repro.decode.transformer_search import compiled_search
 from t2t_repro.decode_settings import DecodeSettings
@@ -34,7 +42,8 @@ from t2t_repro.errors import UserError
 from t2t_repro.model import build_transformer
 from t2t_repro.special_tokens import PAD_ID
 
-PEERS = ("keras_hub",)
+PEERS = ("keras_hub", "tensorflow")
+ENGINES = ("tensorflow", "ctranslate2")
 DEFAULT_WARMUP = 0  # beyond the first call, which traces, runs once and checks the output length
 DEFAULT_REPEATS = 5
 TARGET_SPEEDUP = 5.0
@@ -51,6 +60,12 @@ def add_arguments(parser):
                         "and report the faster (default)")
     parser.add_argument("--uncached_repeats", type=int, default=1, help="timed batches of the slow uncached "
                         "search (default 1)")
+    parser.add_argument("--engine", choices=ENGINES, default="tensorflow", help="what decodes: the project's "
+                        "TensorFlow search (default) or its CTranslate2 export (peer: tensorflow)")
+    parser.add_argument("--quantization", default="int8", help="--engine ctranslate2: the export's weight type "
+                        "(int8, int8_float32, int16, float32; default int8)")
+    parser.add_argument("--ctranslate2_threads", type=int, default=0, help="--engine ctranslate2: CPU threads "
+                        "(default 0: CTranslate2's default)")
 
 
 def build_keras_hub_search(hparams, vocab_size, inputs, beam_size, output_length, jit_compile):
@@ -158,8 +173,12 @@ def run(args):
         "device": device_description(),
     }
     tokens = args.decode_batch * args.output_length
+    if args.engine == "ctranslate2" and args.peer not in (None, "tensorflow"):
+        raise UserError(f"--engine ctranslate2 is compared with --peer tensorflow, not {args.peer}")
+    if args.peer == "tensorflow" and args.engine != "ctranslate2":
+        raise UserError("--peer tensorflow is the peer of --engine ctranslate2")
     calls = {}
-    for use_cache in (True, False):
+    for use_cache in (True, False) if args.engine == "tensorflow" else (True,):
         label = "cached" if use_cache else "uncached"
         settings = DecodeSettings(beam_size=args.beam_size, alpha=0.6, extra_length=extra_length)
         search = compiled_search(model, settings, use_cache=use_cache, eos_id=NO_EOS)
@@ -168,6 +187,8 @@ def run(args):
         if ids.shape[-1] != args.output_length:
             raise RuntimeError(f"{label} search produced {ids.shape[-1]} tokens, not {args.output_length}")
         calls[label] = lambda search=search: search(inputs)
+    if args.engine == "ctranslate2":
+        return run_ctranslate2(args, model, inputs.numpy(), calls["cached"], config, warmup, repeats)
     if args.peer == "keras_hub" and importlib.util.find_spec("keras_hub") is None:
         progress("decode: keras-hub is not installed (pip install keras-hub, the [bench] extra): peer skipped")
         config["peer_skipped"] = "keras-hub not installed"

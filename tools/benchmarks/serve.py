@@ -19,7 +19,13 @@ Beam search time grows with the output length, so the config reports the mean ou
 same is measured against a server that runs every request alone (--max_batch_size=1), and the ratio shows
 what batching gains.
 
+With --engine ctranslate2 the run is exported as a CTranslate2 model (--quantization, int8 by default) and
+served with t2t-repro-serve --engine=ctranslate2; --peer tensorflow serves the SavedModel export of the same
+run beside it, both servers up at once: the single-request latencies alternate between the two, request by
+request, and the concurrent runs alternate too (--rounds each, the median reported).
+
     python tools/benchmark.py --suite serve [--output_dir O] [--peer unbatched] [--json]
+    python tools/benchmark.py --suite serve --engine ctranslate2 --quantization int8 --peer tensorflow --json
 """
 
 import http.client
@@ -35,7 +41,7 @@ import time
 from benchmarks import check_peer, console_script, measurement, progress
 from t2t_repro.errors import UserError
 
-PEERS = ("unbatched",)
+PEERS = ("unbatched", "tensorflow")
 DEFAULT_PROBLEM = "toy_ende"
 DEFAULT_HPARAMS = "transformer_tiny"
 DEFAULT_TRAIN_STEPS = 1
@@ -62,6 +68,11 @@ def add_arguments(parser):
     parser.add_argument("--max_batch_size", type=int, default=32, help="the server's batch limit (default 32)")
     parser.add_argument("--batch_timeout_ms", type=float, default=5.0,
                         help="how long the server waits for a batch to fill (default 5)")
+    parser.add_argument("--engine", choices=("tensorflow", "ctranslate2"), default="tensorflow",
+                        help="the server's engine (default tensorflow); ctranslate2 compares with --peer tensorflow")
+    parser.add_argument("--quantization", default="int8", help="--engine ctranslate2: the export's weight type "
+                        "(default int8)")
+    parser.add_argument("--rounds", type=int, default=1, help="concurrent runs per server, in turns (median)")
 
 
 def _cli(module, *flags, env=None):
@@ -102,9 +113,9 @@ def _dev_sentences(output_dir):
 class _Server:
     """t2t-repro-serve in its own process on 127.0.0.1 and a free port, CPU only."""
 
-    def __init__(self, export_dir, max_batch_size, batch_timeout_ms):
+    def __init__(self, export_dir, max_batch_size, batch_timeout_ms, engine="tensorflow"):
         self.process = subprocess.Popen(
-            [console_script("t2t-repro-serve"), f"--model_dir={export_dir}", "--port=0",
+            [console_script("t2t-repro-serve"), f"--model_dir={export_dir}", "--port=0", f"--engine={engine}",
              "--model_name=bench", f"--max_batch_size={max_batch_size}", f"--batch_timeout_ms={batch_timeout_ms}"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, **_CPU_ONLY),
         )
@@ -189,45 +200,88 @@ def _concurrent_run(server, sentences, clients, requests):
     return wall, latencies
 
 
-def _measure(export_dir, args, max_batch_size, sentences, warmup, repeats):
-    progress(f"serving with max_batch_size={max_batch_size}")
-    server = _Server(export_dir, max_batch_size, args.batch_timeout_ms)
-    try:
-        sequential, outputs = _sequential_latencies(server, sentences, warmup, repeats)
-        progress(f"{args.clients} clients, {args.concurrent_requests} requests")
-        wall, under_load = _concurrent_run(server, sentences, args.clients, args.concurrent_requests)
-    finally:
-        server.stop()
-    percentile_99 = statistics.quantiles(sequential, n=100)[98] if len(sequential) > 1 else sequential[0]
-    return {
-        "serve_latency_p50_ms": 1000 * statistics.median(sequential),
-        "serve_latency_p99_ms": 1000 * percentile_99,
-        "serve_sentences_per_s": args.concurrent_requests / wall,
-        "serve_latency_under_load_p50_ms": 1000 * statistics.median(under_load),
-        "mean_output_words": statistics.mean(len(output.split()) for output in outputs),
-    }
+def _measure(servers, args, sentences, warmup, repeats):
+    """{server name: figures} of servers that are all up: single-request latencies in alternation, request by
+    request, then the concurrent runs in turns (args.rounds each; the median throughput and latency)."""
+    sequential = {name: [] for name in servers}
+    outputs = {name: [] for name in servers}
+    for name, server in servers.items():
+        _sequential_latencies(server, sentences, warmup, 0)
+    for i in range(repeats):
+        for name, server in servers.items():
+            seconds, output = _sequential_latencies(server, sentences[i % len(sentences):], 0, 1)
+            sequential[name] += seconds
+            outputs[name] += output
+    loaded = {name: [] for name in servers}
+    for round_number in range(args.rounds):
+        for name, server in servers.items():
+            progress(f"{name}: {args.clients} clients, {args.concurrent_requests} requests (round {round_number + 1})")
+            loaded[name].append(_concurrent_run(server, sentences, args.clients, args.concurrent_requests))
+    figures = {}
+    for name in servers:
+        latencies = sequential[name]
+        percentile_99 = statistics.quantiles(latencies, n=100)[98] if len(latencies) > 1 else latencies[0]
+        walls = [wall for wall, _ in loaded[name]]
+        figures[name] = {
+            "serve_latency_p50_ms": 1000 * statistics.median(latencies),
+            "serve_latency_p99_ms": 1000 * percentile_99,
+            "serve_sentences_per_s": args.concurrent_requests / statistics.median(walls),
+            "serve_latency_under_load_p50_ms": 1000 * statistics.median(
+                statistics.median(under_load) for _, under_load in loaded[name]),
+            "mean_output_words": statistics.mean(len(output.split()) for output in outputs[name]),
+        }
+    return figures
+
+
+def _export(output_dir, work_dir, name, length_flag, format_flags=()):
+    return json.loads(_cli("exporter", f"--output_dir={output_dir}", f"--export_dir={os.path.join(work_dir, name)}",
+                           *length_flag, *format_flags, env=_CPU_ONLY).strip().splitlines()[-1])
+
+
+def _start_servers(args, work_dir):
+    """{name: server}: the measured one, and the peer's when there is one."""
+    engine = args.engine
+    servers = {engine: _Server(os.path.join(work_dir, engine), args.max_batch_size, args.batch_timeout_ms, engine)}
+    if args.peer == "unbatched":
+        servers["unbatched"] = _Server(os.path.join(work_dir, engine), 1, args.batch_timeout_ms, engine)
+    elif args.peer == "tensorflow":
+        servers["tensorflow_peer"] = _Server(os.path.join(work_dir, "tensorflow"), args.max_batch_size,
+                                             args.batch_timeout_ms)
+    return servers
 
 
 def run(args):
     check_peer(args, PEERS)
-    for name in ("clients", "concurrent_requests", "max_batch_size", "train_steps"):
+    for name in ("clients", "concurrent_requests", "max_batch_size", "train_steps", "rounds"):
         if getattr(args, name) < 1:
             raise UserError(f"--{name}={getattr(args, name)}: must be at least 1")
     warmup = DEFAULT_WARMUP if args.warmup is None else args.warmup
     repeats = DEFAULT_REPEATS if args.repeats is None else args.repeats
+    if args.engine == "ctranslate2" and args.peer == "unbatched" or args.peer == "tensorflow" and (
+            args.engine != "ctranslate2"):
+        raise UserError("--peer tensorflow goes with --engine ctranslate2, --peer unbatched with --engine tensorflow")
     with tempfile.TemporaryDirectory(prefix="t2t-repro-serve-bench-") as work_dir:
         output_dir = args.output_dir or _train(args, work_dir)
         problem, sentences = _dev_sentences(output_dir)
-        export_dir = os.path.join(work_dir, "export")
         progress(f"exporting {output_dir}")
         extra_length = args.extra_length if args.extra_length is not None else (None if args.output_dir else 0)
         length_flag = [] if extra_length is None else [f"--extra_length={extra_length}"]
-        exported = json.loads(_cli("exporter", f"--output_dir={output_dir}", f"--export_dir={export_dir}",
-                                   *length_flag, env=_CPU_ONLY).strip().splitlines()[-1])
-        values = _measure(export_dir, args, args.max_batch_size, sentences, warmup, repeats)
-        peer_values = _measure(export_dir, args, 1, sentences, warmup, repeats) if args.peer else None
+        if args.engine == "tensorflow" or args.peer == "tensorflow":
+            exported = _export(output_dir, work_dir, "tensorflow", length_flag)
+        if args.engine == "ctranslate2":
+            exported = _export(output_dir, work_dir, "ctranslate2", length_flag,
+                               ["--format=ctranslate2", f"--quantization={args.quantization}"])
+        servers = _start_servers(args, work_dir)
+        try:
+            figures = _measure(servers, args, sentences, warmup, repeats)
+        finally:
+            for server in servers.values():
+                server.stop()
+    values = figures[args.engine]
+    peer_values = figures.get("unbatched") or figures.get("tensorflow_peer")
     config = {
-        "device": "CPU", "problem": problem,
+        "device": "CPU", "problem": problem, "engine": args.engine,
+        **({"quantization": exported["quantization"]} if args.engine == "ctranslate2" else {}),
         "output_dir": args.output_dir or f"temporary, {args.train_steps} training step(s)",
         "step": exported["step"], **exported["decode"], "max_batch_size": args.max_batch_size,
         "batch_timeout_ms": args.batch_timeout_ms, "mean_output_words": round(values["mean_output_words"], 1),

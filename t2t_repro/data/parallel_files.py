@@ -1,0 +1,89 @@
+"""The parallel files of a `--manual_dir`: line-aligned text, or for dev and test the official WMT SGML files.
+
+    M/train.en  M/train.de     UTF-8 text, one sentence per line, the two files line-aligned
+    M/dev.en    M/dev.de       or dev.en.sgm and dev.de.sgm, or as WMT distributes them: newstest2013-src.en.sgm
+    M/test.en   M/test.de      and newstest2013-ref.de.sgm; newstest2014-deen-src.en.sgm and -ref.de.sgm
+
+Plain files come first: a split's SGML files are looked for only when its two plain files are both absent.
+The official names are `<set>-src.<source language>.sgm` and `<set>-ref.<target language>.sgm`, optionally
+with the language pair between (`newstest2014-deen-src.en.sgm`); the problem names the set of each split
+(`TranslationProblem.sgml_sets`). A UTF-8 byte order mark at the start of a file is not part of its text.
+"""
+
+import itertools
+import os
+import re
+
+from t2t_repro.data import sgml
+from t2t_repro.errors import UserError
+
+SGML_SUFFIX = ".sgm"
+_BOM = b"\xef\xbb\xbf"
+
+
+def text_lines(path):
+    """The lines of a UTF-8 file without their line ends and without a leading byte order mark; only "\\n" (or
+    "\\r\\n") ends a line. Bytes that are not UTF-8 (binary data, another encoding) are a UserError naming the
+    file and line."""
+    with open(path, "rb") as source:
+        for number, line in enumerate(source, 1):
+            if number == 1 and line.startswith(_BOM):
+                line = line[len(_BOM):]
+            line = line[:-1] if line.endswith(b"\n") else line
+            line = line[:-1] if line.endswith(b"\r") else line
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise UserError(
+                    f"{path}:{number}: not UTF-8 text (byte 0x{line[error.start]:02x} at byte {error.start + 1} of "
+                    "the line); the parallel files must be UTF-8 text, one sentence per line"
+                ) from None
+            yield text
+
+
+def _official_sgml(text_dir, set_name, role, language, pair_languages):
+    """The one file `<set>[-<pair>]-<role>.<language>.sgm` in text_dir, None if there is none."""
+    pattern = re.compile(rf"{re.escape(set_name)}(-([a-z]{{4}}))?-{role}\.{re.escape(language)}\.sgm")
+    pairs = {"".join(pair_languages), "".join(reversed(pair_languages))}
+    found = []
+    for name in sorted(os.listdir(text_dir)):
+        match = pattern.fullmatch(name)
+        if match and (match.group(2) is None or match.group(2) in pairs):
+            found.append(name)
+    if len(found) > 1:
+        raise UserError(f"{text_dir} holds several {set_name} {role} files for {language} ({', '.join(found)}); "
+                        "keep one")
+    return os.path.join(text_dir, found[0]) if found else None
+
+
+def split_files(text_dir, split, source, target, sgml_set=None):
+    """(source path, target path) of a split in text_dir: plain files, else (dev/test) `<split>.<lang>.sgm`, else
+    the official SGML files of `sgml_set`; the paths of the plain files when none of these are all there."""
+    plain = [os.path.join(text_dir, f"{split}.{language}") for language in (source, target)]
+    if split == "train" or any(os.path.exists(path) for path in plain):
+        return tuple(plain)
+    generic = [path + SGML_SUFFIX for path in plain]
+    if all(os.path.isfile(path) for path in generic):
+        return tuple(generic)
+    if sgml_set:
+        official = (_official_sgml(text_dir, sgml_set, "src", source, (target, source)),
+                    _official_sgml(text_dir, sgml_set, "ref", target, (target, source)))
+        if all(official):
+            return official
+    return tuple(plain)
+
+
+def read_pairs(source_path, target_path):
+    """The (source, target) sentences of two aligned files, in order: SGML segments or lines."""
+    if source_path.endswith(SGML_SUFFIX):
+        source_segments = sgml.read_segments(text_lines(source_path), source_path)
+        target_segments = sgml.read_segments(text_lines(target_path), target_path)
+        yield from sgml.aligned_texts(source_segments, target_segments, source_path, target_path)
+        return
+    end = object()
+    pairs = itertools.zip_longest(text_lines(source_path), text_lines(target_path), fillvalue=end)
+    for number, (source, target) in enumerate(pairs, 1):
+        if source is end or target is end:
+            shorter = source_path if source is end else target_path
+            raise UserError(f"{shorter} has fewer lines ({number - 1}) than its parallel file; they must align")
+        yield source, target

@@ -1,0 +1,71 @@
+"""The command-line jobs that use CTranslate2: export a run as a CTranslate2 model, decode and serve with one.
+
+This module imports ctranslate2 (through `t2t_repro.serve.ctranslate2_*`), an optional dependency
+(`pip install "t2t-repro[ctranslate2]"`): the command lines import it only when asked for that engine or
+format, so the rest of the project works without it.
+
+    path = export("runs/wmt_ende", quantization="int8")          # -> runs/wmt_ende/export_ctranslate2/<N>
+    decoder = export_decoder("runs/wmt_ende/export_ctranslate2")  # newest version; or a version directory
+    served = served_model("runs/wmt_ende/export_ctranslate2", limits)
+"""
+
+import os
+
+from t2t_repro.errors import UserError
+from t2t_repro.run.jobs import export_description
+from t2t_repro.run.layout import RunLayout
+from t2t_repro.run.restore import restore_run
+from t2t_repro.run.text_decoder import TextDecoder, export_postprocess
+from t2t_repro.serve.ctranslate2_backend import CTranslate2Backend
+from t2t_repro.serve.ctranslate2_export import check_exportable, export_ctranslate2
+from t2t_repro.serve.ctranslate2_model import CTranslate2Model
+from t2t_repro.serve.export_files import read_export_metadata
+from t2t_repro.serve.served_model import ServedModel
+from t2t_repro.serve.versions import latest_version_dir
+
+# A run's CTranslate2 versions, beside its SavedModel versions in export/ (which TensorFlow Serving watches).
+EXPORT_SUBDIR = "export_ctranslate2"
+
+
+def default_export_dir(output_dir):
+    """Where a run's CTranslate2 versions go by default: output_dir/export_ctranslate2."""
+    return os.path.join(output_dir, EXPORT_SUBDIR)
+
+
+def export(output_dir, export_dir=None, checkpoint=None, quantization="float32", **settings_flags):
+    """Exports a run as a new CTranslate2 version (default under output_dir/export_ctranslate2); returns its path.
+    Settings CTranslate2 cannot express are refused before the checkpoint is read."""
+    check_exportable(RunLayout(output_dir).load_hparams())
+    run = restore_run(output_dir, checkpoint)
+    settings = run.decode_settings(**settings_flags)
+    return export_ctranslate2(run.model, run.vocabulary, settings, export_dir or default_export_dir(output_dir),
+                              export_description(run), quantization)
+
+
+def version_dir(model_dir):
+    """`model_dir` itself when it is a version directory (it holds an export's metadata), else its newest
+    version."""
+    return model_dir if read_export_metadata(model_dir) else latest_version_dir(model_dir)
+
+
+def export_decoder(model_dir=None, output_dir=None, threads=0, **settings_flags):
+    """A TextDecoder of a CTranslate2 export: `model_dir` (a version directory, or an export directory whose
+    newest version is used), by default the run's output_dir/export_ctranslate2. Decode settings are the
+    export's, with the given flags on top; outputs are post-processed as the export's problem says."""
+    if model_dir is None:
+        if output_dir is None:
+            raise UserError("give --model_dir (a CTranslate2 export) or --output_dir (a run with one in "
+                            f"{EXPORT_SUBDIR}/)")
+        model_dir = default_export_dir(output_dir)
+    model = CTranslate2Model(version_dir(model_dir), threads)
+    settings = model.decode_settings(**settings_flags)
+    description = f"CTranslate2 export {model.version_dir} ({model.quantization})"
+    return TextDecoder(model.search(settings), settings, model.vocabulary, export_postprocess(model.metadata),
+                       description)
+
+
+def served_model(model_dir, limits, threads=0):
+    """The newest CTranslate2 version under `model_dir`, ready to serve with `limits`; a parsing model answers
+    trees (its problem's post-processing)."""
+    backend = CTranslate2Backend(latest_version_dir(model_dir), threads)
+    return ServedModel(backend, limits, postprocess=export_postprocess(backend.metadata))

@@ -1,0 +1,59 @@
+"""A run's data: generated once, by the chief; the other workers of a multi-worker run wait for it.
+
+    line = generate_data("wmt_ende", "D", manual_dir="M", options=DatagenOptions(workers=4))
+    prepare_data(problem, "D", tmp_dir, manual_dir, options, chief=trainer.chief)
+
+Datagen publishes the data directory with its metadata written last (`t2t_repro.data.records`), so a worker
+that finds `problem.data_ready` true reads complete data. A worker waits, saying so every few minutes, until
+the chief has published it, and gives up with a UserError after `options.data_wait_minutes`.
+"""
+
+import sys
+import time
+
+from t2t_repro import catalog
+from t2t_repro.data.datagen_options import DatagenOptions
+from t2t_repro.data.text_problem import summary_line
+from t2t_repro.errors import UserError
+
+WAIT_POLL_SECONDS = 10.0
+WAIT_REPORT_SECONDS = 300.0
+
+
+def generate_data(problem_name, data_dir, tmp_dir=None, manual_dir=None, options=DatagenOptions()):
+    """Generates (or verifies and reuses) a problem's data; returns the one-line summary."""
+    problem = catalog.get_problem(problem_name)
+    return summary_line(problem.generate_data(data_dir, tmp_dir=tmp_dir, manual_dir=manual_dir,
+                                              workers=options.workers))
+
+
+def prepare_data(problem, data_dir, tmp_dir, manual_dir, options, chief=True, poll_seconds=WAIT_POLL_SECONDS):
+    """Makes sure `data_dir` holds the problem's data: the chief generates what is missing, another worker
+    waits for the chief to publish it (at most options.data_wait_minutes)."""
+    if problem.data_ready(data_dir):
+        return
+    if chief:
+        print(f"generating data for {problem.name} in {data_dir}", flush=True)
+        summary = problem.generate_data(data_dir, tmp_dir, manual_dir, workers=options.workers)
+        print(summary_line(summary), flush=True)
+        return
+    wait_for_data(problem, data_dir, options.data_wait_minutes * 60, poll_seconds)
+
+
+def wait_for_data(problem, data_dir, timeout_seconds, poll_seconds=WAIT_POLL_SECONDS):
+    """Waits until `problem.data_ready(data_dir)`; a UserError after `timeout_seconds`."""
+    start = time.monotonic()
+    last_report = None
+    while not problem.data_ready(data_dir):
+        waited = time.monotonic() - start
+        if waited >= timeout_seconds:
+            raise UserError(
+                f"waited {waited / 60:.1f} minutes for the chief to generate the data of {problem.name} in "
+                f"{data_dir}; it is still not there (is the chief running, and is data_dir shared by every "
+                "worker?); raise --data_wait_minutes or generate it first with t2t-repro-datagen"
+            )
+        if last_report is None or time.monotonic() - last_report >= WAIT_REPORT_SECONDS:
+            print(f"waiting for the chief to generate the data of {problem.name} in {data_dir} "
+                  f"({waited / 60:.1f} of at most {timeout_seconds / 60:.1f} minutes)", file=sys.stderr, flush=True)
+            last_report = time.monotonic()
+        time.sleep(min(poll_seconds, max(0.0, timeout_seconds - waited)))

@@ -1,0 +1,35 @@
+"""The names an export version uses: its signatures, inputs and outputs, the files it keeps beside the model;
+and reading its metadata.
+
+A SavedModel version keeps them in `assets.extra/`, which TensorFlow Serving ignores; a CTranslate2 version
+(a CTranslate2 model directory: model.bin, config.json, shared_vocabulary.json) keeps them at its top.
+"""
+
+import json
+import os
+
+# The signatures of an export (a SavedModel's, and those the server gives a CTranslate2 export), their input
+# and outputs.
+TEXT_SIGNATURE = "serving_default"
+IDS_SIGNATURE = "ids"
+INPUT_NAME = "inputs"
+OUTPUT_NAME = "outputs"
+SCORES_NAME = "scores"
+
+SAVED_MODEL_METADATA = os.path.join("assets.extra", "t2t_repro_export.json")
+SAVED_MODEL_VOCABULARY = os.path.join("assets.extra", "vocab.model")
+CTRANSLATE2_METADATA = "t2t_repro_export.json"
+CTRANSLATE2_VOCABULARY = "vocab.model"
+
+
+def read_export_metadata(version_dir):
+    """The metadata JSON written beside an exported model (SavedModel or CTranslate2); {} if there is none."""
+    for name in (SAVED_MODEL_METADATA, CTRANSLATE2_METADATA):
+        try:
+            with open(os.path.join(version_dir, name), encoding="utf-8") as f:
+                metadata = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if isinstance(metadata, dict):
+            return metadata
+    return {}

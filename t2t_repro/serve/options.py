@@ -1,0 +1,77 @@
+"""How a model is exported and which engine runs it: the exporter's, decoder's and server's own flags.
+
+    ExportSettings(format="ctranslate2", quantization="int8")     # t2t-repro-exporter --format=ctranslate2 ...
+    EngineSettings(engine="ctranslate2", threads=2)                # t2t-repro-decoder / t2t-repro-serve --engine=...
+
+This module imports no TensorFlow and no CTranslate2, so that command lines can build their flags from it.
+"""
+
+import dataclasses
+
+from t2t_repro.errors import UserError
+from t2t_repro.settings import check_fields, setting
+
+SAVED_MODEL = "saved_model"
+CTRANSLATE2 = "ctranslate2"
+TENSORFLOW = "tensorflow"
+# CTranslate2's weight types for CPUs: int8 weights (with float32 activations; int8_float32 is the same on a
+# CPU), int16 weights, or float32 as trained.
+QUANTIZATIONS = ("int8", "int8_float32", "int16", "float32")
+DEFAULT_QUANTIZATION = "float32"
+
+
+def _given(values):
+    return {name: value for name, value in values.items() if value is not None}
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportSettings:
+    """What t2t-repro-exporter writes."""
+
+    format: str = setting(
+        SAVED_MODEL, "saved_model: a TensorFlow SavedModel, text in and text out (TensorFlow Serving, "
+        "t2t-repro-serve); ctranslate2: a CTranslate2 model directory (t2t-repro-serve and t2t-repro-decoder "
+        "--engine=ctranslate2, CPU serving in int8)", choices=(SAVED_MODEL, CTRANSLATE2),
+    )
+    quantization: str | None = setting(
+        None, f"ctranslate2 format only: the weights' type (default {DEFAULT_QUANTIZATION}, as trained)",
+        choices=QUANTIZATIONS,
+    )
+
+    def __post_init__(self):
+        check_fields(self, "export setting")
+        if self.quantization is not None and self.format != CTRANSLATE2:
+            raise UserError(f"--quantization={self.quantization} applies to --format={CTRANSLATE2} only")
+
+    @classmethod
+    def from_flags(cls, **values):
+        """The settings of the given flags (None: not given, the default)."""
+        return cls(**_given(values))
+
+    @property
+    def weight_type(self):
+        """The CTranslate2 weight type to write."""
+        return self.quantization or DEFAULT_QUANTIZATION
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineSettings:
+    """Which engine runs an exported or trained model in t2t-repro-decoder and t2t-repro-serve."""
+
+    engine: str = setting(
+        TENSORFLOW, "tensorflow: the run's checkpoint (decoder) or a SavedModel export (server); ctranslate2: a "
+        "CTranslate2 export (t2t-repro-exporter --format=ctranslate2)", choices=(TENSORFLOW, CTRANSLATE2),
+    )
+    threads: int = setting(
+        0, "ctranslate2 engine only: CPU threads per translation (0: CTranslate2's default)", minimum=0,
+    )
+
+    def __post_init__(self):
+        check_fields(self, "engine setting")
+        if self.threads and self.engine != CTRANSLATE2:
+            raise UserError(f"--threads={self.threads} applies to --engine={CTRANSLATE2} only")
+
+    @classmethod
+    def from_flags(cls, **values):
+        """The settings of the given flags (None: not given, the default)."""
+        return cls(**_given(values))

@@ -1,0 +1,122 @@
+"""The TensorFlow engine of the REST server: an exported SavedModel version and its signatures.
+
+    backend = SavedModelBackend("runs/wmt_ende/export/3")
+    ServedModel(backend, limits)          # t2t_repro.serve.served_model
+
+Every signature with one input is served: a string vector (one text per example) or an integer matrix (one
+list of token ids per example, padded with PAD = 0 here). Integer matrix outputs come back per example with
+their trailing PAD removed, so an answer does not depend on what else was in its batch. The export's
+`source_lengths` function gives the source tokens of texts, for the server's request checks.
+"""
+
+import logging
+import os
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # noqa: F401 - registers the SentencePiece ops the exported graph uses
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from tensorflow.core.protobuf import saved_model_pb2
+
+from t2t_repro.errors import UserError
+from t2t_repro.serve import rest_api
+from t2t_repro.serve.export_files import read_export_metadata
+from t2t_repro.serve.options import CTRANSLATE2
+from t2t_repro.serve.sentencepiece_log import sentencepiece_info_hidden
+from t2t_repro.serve.served_model import ServedSignature
+from t2t_repro.special_tokens import PAD_ID
+
+logger = logging.getLogger(__name__)
+
+
+def _signature_defs_json(version_dir):
+    """The SignatureDefs of the serving MetaGraph as protobuf JSON, as TensorFlow Serving's metadata gives them."""
+    saved_model = saved_model_pb2.SavedModel()
+    with open(os.path.join(version_dir, "saved_model.pb"), "rb") as f:
+        saved_model.ParseFromString(f.read())
+    for meta_graph in saved_model.meta_graphs:
+        if "serve" in meta_graph.meta_info_def.tags:
+            return {name: json_format.MessageToDict(definition, preserving_proto_field_name=True)
+                    for name, definition in meta_graph.signature_def.items()}
+    return {}
+
+
+def _run_function(function, input_name, takes_text, input_dtype, output_names):
+    """examples -> one {output name: JSON value} row per example, through a SavedModel signature function."""
+
+    def run(examples):
+        if takes_text:
+            inputs = tf.constant(examples, tf.string)
+        else:
+            matrix = np.full([len(examples), max(len(ids) for ids in examples)], PAD_ID, np.int64)
+            for row, ids in enumerate(examples):
+                matrix[row, : len(ids)] = ids
+            inputs = tf.constant(matrix, input_dtype)
+        outputs = {name: value.numpy() for name, value in function(**{input_name: inputs}).items()}
+        rows = []
+        for index in range(len(examples)):
+            row = {}
+            for name in output_names:
+                value = outputs[name][index]
+                if isinstance(value, np.ndarray) and value.ndim == 1 and np.issubdtype(value.dtype, np.integer):
+                    value = np.trim_zeros(value, "b")  # PAD after the end: depends only on the batch's length
+                row[name] = rest_api.to_json_value(value)
+            rows.append(row)
+        return rows
+
+    return run
+
+
+def _servable(name, function):
+    _, inputs = function.structured_input_signature
+    if len(inputs) != 1:
+        return None
+    (input_name, spec), = inputs.items()
+    text = spec.dtype == tf.string and spec.shape.rank == 1
+    ids = spec.dtype.is_integer and spec.shape.rank == 2
+    if not (text or ids):
+        return None
+    output_names = sorted(function.structured_outputs)
+    return ServedSignature(name, input_name, text, output_names,
+                           _run_function(function, input_name, text, spec.dtype, output_names))
+
+
+class SavedModelBackend:
+    """One SavedModel version loaded for serving."""
+
+    model_errors = (tf.errors.OpError,)
+
+    def __init__(self, version_dir):
+        self.version_dir = version_dir
+        self.metadata = read_export_metadata(version_dir)
+        if self.metadata.get("format") == CTRANSLATE2:
+            raise UserError(f"{version_dir} is a CTranslate2 export: serve it with --engine={CTRANSLATE2}")
+        try:
+            with sentencepiece_info_hidden():
+                self.loaded = tf.saved_model.load(version_dir)
+            self.signature_defs = _signature_defs_json(version_dir)
+        except (OSError, ValueError, DecodeError, tf.errors.OpError) as error:
+            first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            raise UserError(f"cannot load the SavedModel in {version_dir}: {first_line}") from None
+        self.signatures = {}
+        for name, function in self.loaded.signatures.items():
+            signature = _servable(name, function)
+            if signature is None:
+                logger.warning("signature %r has an input layout the server does not handle; not served", name)
+            else:
+                self.signatures[name] = signature
+        if not self.signatures:
+            raise UserError(f"{version_dir} has no signature with one string or integer input to serve")
+        self.vocab_size = self.metadata.get("vocab_size")
+        self.max_source_tokens = None  # the graph reads sources of any length
+        self._source_lengths = getattr(self.loaded, "source_lengths", None)
+
+    def source_lengths(self, texts):
+        """Source tokens of each text as the model reads it, EOS included; None when the export cannot say."""
+        if self._source_lengths is None:
+            return None
+        return self._source_lengths(tf.constant(texts, tf.string)).numpy().tolist()
+
+    def error_message(self, error):
+        return error.message
