@@ -211,3 +211,14 @@ def test_decoder_cli_errors_are_one_line(run_dir, tmp_path, capsys, extra, messa
     error = stderr.strip().splitlines()[-1]
     assert "error:" in error and message in error
     assert not (tmp_path / "o.txt").exists()
+
+
+def test_a_search_keeps_its_model_alive_after_every_other_reference_is_gone():
+    """The compiled searches hold their model weakly; the search `tensorflow_search` returns must not."""
+    import gc
+
+    keras.utils.set_random_seed(2)
+    search = tensorflow_search(build_transformer(HPARAMS, len(CharVocabulary.alphabet) + 3), SETTINGS)
+    gc.collect()
+    [[(ids, score)]] = search([[4, 5, EOS_ID]])
+    assert ids and score <= 0.0

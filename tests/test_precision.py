@@ -202,3 +202,47 @@ def test_a_run_changes_precision_only_when_asked(tmp_path, tiny_data_dir):
     assert back.returncode == 0, back.stdout + back.stderr
     assert "ckpt-6 at step 6" in back.stdout
     assert json.loads((output_dir / "run.json").read_text())["environment"]["training_precision"] == "float32"
+
+
+def _bfloat16_ops(graph_def):
+    """Names of the ops of a GraphDef (its function library included) that output bfloat16."""
+    nodes = list(graph_def.node) + [node for function in graph_def.library.function for node in function.node_def]
+    return [node.op for node in nodes if any(value.type == tf.bfloat16.as_datatype_enum or
+                                             tf.bfloat16.as_datatype_enum in value.list.type
+                                             for value in node.attr.values())]
+
+
+def test_a_bfloat16_export_answers_as_the_bfloat16_decoder(serving_run, parallel_text_dir, tmp_path):
+    import tensorflow_text  # noqa: F401  (the export's tokenizer ops)
+
+    export_dir = tmp_path / "export"
+    exported = run_cli_in_process("exporter", f"--output_dir={serving_run}", f"--export_dir={export_dir}",
+                                  "--extra_length=6", "--serving_precision=mixed_bfloat16")
+    assert exported.returncode == 0, exported.stderr
+    assert json.loads(exported.stdout)["serving_precision"] == "mixed_bfloat16"
+    metadata = json.loads((export_dir / "1" / "assets.extra" / "t2t_repro_export.json").read_text())
+    assert (metadata["training_precision"], metadata["serving_precision"]) == ("float32", "mixed_bfloat16")
+
+    sources = (parallel_text_dir / "test.en").read_text(encoding="utf-8").splitlines()[:6]
+    (tmp_path / "sources.en").write_text("\n".join(sources) + "\n", encoding="utf-8")
+    result = run_cli_in_process("decoder", f"--output_dir={serving_run}", f"--decode_from_file={tmp_path}/sources.en",
+                                f"--decode_to_file={tmp_path}/decoded.de", "--extra_length=6",
+                                "--serving_precision=mixed_bfloat16", "--quiet")
+    assert result.returncode == 0, result.stderr
+    decoded = (tmp_path / "decoded.de").read_text(encoding="utf-8").splitlines()
+
+    loaded = tf.saved_model.load(str(export_dir / "1"))
+    answer = loaded.signatures["serving_default"](inputs=tf.constant(sources))
+    assert [text.decode("utf-8") for text in answer["outputs"].numpy()] == decoded
+    assert all(decoded)
+    graph = loaded.signatures["ids"].graph.as_graph_def()
+    assert "BatchMatMulV2" in _bfloat16_ops(graph) or "MatMul" in _bfloat16_ops(graph)  # it computes in bf16
+
+
+def test_serving_precision_is_refused_where_it_cannot_apply(tmp_path):
+    result = run_cli_in_process("exporter", f"--output_dir={tmp_path}", "--format=ctranslate2",
+                                "--serving_precision=mixed_bfloat16")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "--quantization" in result.stderr.strip().splitlines()[-1]
+    result = run_cli("serve", "--model_dir=x", "--serving_precision=mixed_bfloat16")
+    assert result.returncode == 2 and "unrecognized arguments: --serving_precision" in result.stderr

@@ -5,7 +5,8 @@
     t2t-repro-decoder --engine=ctranslate2 --model_dir=O/export_ctranslate2/1 --decode_from_file=F --decode_to_file=G
 
 With the tensorflow engine (the default) the model is restored from the run's averaged checkpoint when it is
-as new as the last training checkpoint, else from the last training checkpoint, or from --checkpoint. With
+as new as the last training checkpoint, else from the last training checkpoint, or from --checkpoint, and
+computes in float32 whatever precision the run trained in, or in --serving_precision (e.g. mixed_bfloat16). With
 --engine=ctranslate2 it is a CTranslate2 export (t2t-repro-exporter --format=ctranslate2): --model_dir, a
 version directory or an export directory (its newest version), by default OUTPUT_DIR/export_ctranslate2.
 Beam size, length penalty alpha and extra length default to the run's problem (translation: 4, 0.6, +50,
@@ -88,7 +89,7 @@ def _main(argv):
     if engine.engine == CTRANSLATE2:
         decoder = jobs.export_decoder(args.model_dir, args.output_dir, engine.threads, **decode_flags)
     else:
-        decoder = jobs.run_decoder(args.output_dir, args.checkpoint, **decode_flags)
+        decoder = jobs.run_decoder(args.output_dir, args.checkpoint, engine.serving_precision, **decode_flags)
     if not args.decode_from_file:
         text_decoder.decode_interactive(decoder, sys.stdin.buffer, sys.stdout)
         return 0

@@ -3,12 +3,15 @@
     t2t-repro-exporter --output_dir=runs/wmt_ende                      # -> runs/wmt_ende/export/<N>
     t2t-repro-exporter --output_dir=O --export_dir=/models/wmt_ende --beam_size=4 --alpha=0.6
     t2t-repro-exporter --output_dir=O --format=ctranslate2 --quantization=int8   # -> O/export_ctranslate2/<N>
+    t2t-repro-exporter --output_dir=O --serving_precision=mixed_bfloat16          # a bf16 serving graph
 
 The new version is the next integer under --export_dir, written atomically: TensorFlow Serving (or
 t2t-repro-serve) watching that directory never sees a half-written version. Beam search settings default to
 the problem's (section 6.1: beam 4, alpha 0.6, input length + 50 for translation); a SavedModel fixes them in
 its graph, a CTranslate2 export records them as the defaults of t2t-repro-decoder and t2t-repro-serve
---engine=ctranslate2 (which needs `pip install "t2t-repro[ctranslate2]"`).
+--engine=ctranslate2 (which needs `pip install "t2t-repro[ctranslate2]"`). A SavedModel computes in float32
+whatever precision the run trained in (its checkpoints hold float32 weights), or in --serving_precision; its
+outputs equal t2t-repro-decoder's with the same --serving_precision.
 """
 
 import json
@@ -46,7 +49,8 @@ def _main(argv):
         quiet_tensorflow()
         from t2t_repro.run import jobs
 
-        path = jobs.export(args.output_dir, args.export_dir, args.checkpoint, **decode_flags)
+        path = jobs.export(args.output_dir, args.export_dir, args.checkpoint, export_settings.serving_precision,
+                           **decode_flags)
     from t2t_repro.serve.export_files import read_export_metadata
 
     metadata = read_export_metadata(path)
@@ -54,6 +58,8 @@ def _main(argv):
                "decode": metadata.get("decode")}
     if export_settings.format == CTRANSLATE2:
         summary["quantization"] = metadata.get("quantization")
+    else:
+        summary["serving_precision"] = metadata.get("serving_precision")
     print(json.dumps(summary))
     return 0
 

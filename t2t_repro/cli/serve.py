@@ -37,7 +37,7 @@ def build_parser():
         "the network")
     add("--port", type=int, default=8501, help="port to listen on (default 8501, TF Serving's REST port); 0 picks a "
         "free one")
-    add_settings_flags(parser, EngineSettings)
+    add_settings_flags(parser, EngineSettings, exclude=("serving_precision",))  # fixed at export
     add("--max_batch_size", type=int, default=defaults.max_batch_size,
         help=f"examples per model call and per request (default {defaults.max_batch_size})")
     add("--batch_timeout_ms", type=float, default=defaults.batch_timeout_ms,

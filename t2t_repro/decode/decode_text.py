@@ -141,6 +141,7 @@ def tensorflow_search(model, settings):
         return [[(ids[row, k].tolist(), float(scores[row, k])) for k in range(settings.nbest)]
                 for row in range(len(sources))]
 
+    run.model = model  # the compiled search holds the model weakly: whoever holds the search keeps it alive
     return run
 
 

@@ -39,10 +39,11 @@ def average(output_dir, num_last=None):
     return average_checkpoints(layout.checkpoint_dir, layout.averaged_dir, hparams, num_last)
 
 
-def run_decoder(output_dir, checkpoint=None, **settings_flags):
+def run_decoder(output_dir, checkpoint=None, precision="float32", **settings_flags):
     """A TextDecoder of a run's model (TensorFlow beam search), restored from `checkpoint` (default: the
-    averaged one when current, else the latest), with the problem's decode settings and the given flags."""
-    run = restore_run(output_dir, checkpoint)
+    averaged one when current, else the latest) to compute in `precision`, with the problem's decode settings
+    and the given flags."""
+    run = restore_run(output_dir, checkpoint, precision)
     settings = run.decode_settings(**settings_flags)
     return TextDecoder(tensorflow_search(run.model, settings), settings, run.vocabulary, run.problem.postprocess,
                        run.checkpoint)
@@ -76,24 +77,26 @@ def decode_test_split(output_dir, checkpoint=None):
 
 
 def export_description(run):
-    """What an export of a restored run comes from, for its metadata: problem, hparams, checkpoint, step and
-    the problem's post-processing."""
+    """What an export of a restored run comes from, for its metadata: problem, hparams, checkpoint, step, the
+    precision it trained in and the problem's post-processing."""
     return {
         "problem": run.info.problem,
         "hparams_set": run.info.hparams_set,
         "hparams_overrides": run.info.hparams_overrides,
         "checkpoint": os.path.abspath(run.checkpoint),
         "step": checkpoint_step(run.checkpoint),
+        "training_precision": run.hparams.precision,
         "postprocess": run.problem.postprocess_note,
     }
 
 
-def export(output_dir, export_dir=None, checkpoint=None, **settings_flags):
-    """Exports a run as a new SavedModel version (default under output_dir/export); returns its path."""
-    run = restore_run(output_dir, checkpoint)
+def export(output_dir, export_dir=None, checkpoint=None, precision="float32", **settings_flags):
+    """Exports a run as a new SavedModel version (default under output_dir/export) whose graph computes in
+    `precision` (float32 by default, whatever the run trained in); returns its path."""
+    run = restore_run(output_dir, checkpoint, precision)
     settings = run.decode_settings(**settings_flags)
     return export_saved_model(run.model, run.vocabulary, settings, export_dir or run.layout.export_dir,
-                              export_description(run))
+                              {**export_description(run), "serving_precision": precision})
 
 
 def served_model(model_dir, limits):
