@@ -21,13 +21,18 @@ The decode suite's batch and output length are its own flags (--decode_batch, --
 With --engine ctranslate2 the same random-weight model is exported with the project's CTranslate2 export in
 --quantization (int8 by default) and decoded by CTranslate2 (benchmarks.decode_ctranslate2) on the same
 sources, to the same output length, at the same beam; --peer tensorflow times the cached TensorFlow search in
-turns with it (the target: int8 at least 1.7 times as fast). The TensorFlow search computes in the hparams'
-precision (e.g. --hparams_overrides=precision=mixed_bfloat16).
+turns with it (the target: int8 at least 1.7 times as fast).
+
+The TensorFlow search computes in --precision (default the hparams'; e.g. mixed_bfloat16, as
+t2t-repro-decoder --serving_precision=mixed_bfloat16 does). --peer float32 times the same weights decoding in
+float32 in turns with it: the speed-up of decoding in mixed precision.
 
     python tools/benchmark.py --suite decode [--hparams transformer_base] [--peer keras_hub] [--json]
+    python tools/benchmark.py --suite decode --precision mixed_bfloat16 --peer float32 --json
     python tools/benchmark.py --suite decode --engine ctranslate2 --quantization int8 --peer tensorflow --json
 """
 
+import dataclasses
 import importlib.util
 import statistics
 
@@ -39,10 +44,11 @@ from benchmarks.timing import device_description, interleaved_times, median_seco
 from t2t_repro.decode.transformer_search import compiled_search
 from t2t_repro.decode_settings import DecodeSettings
 from t2t_repro.errors import UserError
+from t2t_repro.hparams_type import PRECISIONS
 from t2t_repro.model import build_transformer
 from t2t_repro.special_tokens import PAD_ID
 
-PEERS = ("keras_hub", "tensorflow")
+PEERS = ("keras_hub", "tensorflow", "float32")
 ENGINES = ("tensorflow", "ctranslate2")
 DEFAULT_WARMUP = 0  # beyond the first call, which traces, runs once and checks the output length
 DEFAULT_REPEATS = 5
@@ -66,6 +72,8 @@ def add_arguments(parser):
                         "(int8, int8_float32, int16, float32; default int8)")
     parser.add_argument("--ctranslate2_threads", type=int, default=0, help="--engine ctranslate2: CPU threads "
                         "(default 0: CTranslate2's default)")
+    parser.add_argument("--precision", choices=PRECISIONS, default=None, help="the Keras dtype policy the "
+                        "TensorFlow search computes in (default: the hparams'); --peer float32 compares with float32")
 
 
 def build_keras_hub_search(hparams, vocab_size, inputs, beam_size, output_length, jit_compile):
@@ -143,6 +151,17 @@ def _keras_hub_calls(hparams, vocab_size, inputs, args):
     return calls, errors
 
 
+def _float32_call(model, hparams, vocab_size, inputs, beam_size, extra_length):
+    """A call of the cached search over `model`'s weights computing in float32 (the --peer float32)."""
+    float32_model = build_transformer(hparams, vocab_size, precision="float32")
+    float32_model.set_weights(model.get_weights())
+    settings = DecodeSettings(beam_size=beam_size, alpha=0.6, extra_length=extra_length)
+    search = compiled_search(float32_model, settings, use_cache=True, eos_id=NO_EOS)
+    progress("decode: tracing the float32 search")
+    search(inputs)
+    return lambda: search(inputs)
+
+
 def run(args):
     check_peer(args, PEERS)
     for name in ("beam_size", "decode_batch", "output_length", "uncached_repeats"):
@@ -151,6 +170,11 @@ def run(args):
     if args.output_length < args.src_len:
         raise UserError(f"--output_length={args.output_length} must be at least --src_len={args.src_len}")
     hparams = resolve_hparams(args)
+    if args.precision:
+        hparams = dataclasses.replace(hparams, precision=args.precision)
+    if args.peer == "float32" and (hparams.precision == "float32" or args.engine != "tensorflow"):
+        raise UserError("--peer float32 compares the TensorFlow search in a mixed precision with float32: give "
+                        "--precision")
     vocab_size = resolve_vocab_size(args)
     warmup = DEFAULT_WARMUP if args.warmup is None else args.warmup
     repeats = args.repeats or DEFAULT_REPEATS
@@ -166,6 +190,7 @@ def run(args):
         "src_len": args.src_len,
         "output_length": args.output_length,
         "vocab_size": vocab_size,
+        "precision": hparams.precision,
         "tokens": "sentences x output_length per batch (one hypothesis per sentence)",
         "weights": "random",
         "warmup": warmup,
@@ -187,6 +212,8 @@ def run(args):
         if ids.shape[-1] != args.output_length:
             raise RuntimeError(f"{label} search produced {ids.shape[-1]} tokens, not {args.output_length}")
         calls[label] = lambda search=search: search(inputs)
+    if args.peer == "float32":
+        calls["float32"] = _float32_call(model, hparams, vocab_size, inputs, args.beam_size, extra_length)
     if args.engine == "ctranslate2":
         return run_ctranslate2(args, model, inputs.numpy(), calls["cached"], config, warmup, repeats)
     if args.peer == "keras_hub" and importlib.util.find_spec("keras_hub") is None:
@@ -204,6 +231,9 @@ def run(args):
     progress(f"decode: {', '.join(f'{n} {s * 1e3:.0f} ms' for n, s in seconds.items())} per batch")
     peer = {}
     peer_modes = {name: value for name, value in seconds.items() if name.startswith("keras_hub_")}
+    if "float32" in seconds:
+        peer = {"peer": "float32", "peer_value": tokens / seconds["float32"]}
+        config.update(peer_batch_ms=seconds["float32"] * 1e3)
     if peer_modes:
         fastest = min(peer_modes, key=peer_modes.get)
         peer = {"peer": "keras_hub", "peer_value": tokens / peer_modes[fastest]}
