@@ -186,3 +186,11 @@ def test_scorer_figures_equal_evalb_on_its_files_for_any_tree_strings(tmp_path):
     # Gold S, NP, VP twice = 6; test S, NP, VP + "", S, VP = 6; matched S, NP, VP + S, VP = 5.
     assert (scores["matched_brackets"], scores["gold_brackets"], scores["test_brackets"]) == (5, 6, 6)
     assert scores == _evalb_cli(tmp_path / "gold", tmp_path / "decoded")
+
+
+def test_parse_outputs_write_brackets_in_words_as_the_treebank_so_every_line_reads_back():
+    from t2t_repro.data.ptb_tree import parse_tree
+
+    output = catalog.get_problem("wsj_parsing").postprocess("(S (NP NN NN )NP . )S", "f(x) ( .")
+    assert output == "(S (NP (NN f-LRB-x-RRB-) (NN -LRB-)) (. .))"
+    assert parse_tree(output).words() == ["f-LRB-x-RRB-", "-LRB-", "."]

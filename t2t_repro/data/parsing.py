@@ -62,7 +62,7 @@ class ParsingProblem(TextPairProblem):
 
     decode_settings = PARSING_DECODE_SETTINGS
     postprocess_note = ("decoded linearised trees are put onto the source words: "
-                        "t2t_repro.data.ptb_tree.delinearise(output, source.split()).to_ptb()")
+                        "t2t_repro.data.ptb_tree.delinearise(output, source.split()).to_ptb(escape=True)")
     vocab_model_type = "bpe"
     split_sections = WSJ_SECTIONS
 
@@ -120,5 +120,6 @@ class ParsingProblem(TextPairProblem):
         return tuple(_WORD_BOUNDARY + token for token in tokens + list(POS_TAGS))
 
     def postprocess(self, decoded_text, source_text):
-        """The decoded linearised tree, repaired and put onto the source words, as a PTB tree string."""
-        return ptb_tree.delinearise(decoded_text, source_text.split()).to_ptb()
+        """The decoded linearised tree, repaired and put onto the source words, as a PTB tree string; a bracket
+        in a word is written -LRB- / -RRB- as the Treebank does, so that every output line reads back as a tree."""
+        return ptb_tree.delinearise(decoded_text, source_text.split()).to_ptb(escape=True)
