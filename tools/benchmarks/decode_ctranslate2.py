@@ -60,7 +60,7 @@ def build_ctranslate2_decode(model, inputs, args, work_dir):
                   "ctranslate2_threads": args.ctranslate2_threads or "default"}
 
 
-TARGET_INT8_SPEEDUP = 1.7  # over the project's float32 TensorFlow search (issue 16)
+TARGET_INT8_SPEEDUP = 1.7  # over the project's float32 TensorFlow search
 
 
 def run_ctranslate2(args, model, inputs, tensorflow_call, config, warmup, repeats):
