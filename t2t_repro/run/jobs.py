@@ -1,4 +1,4 @@
-"""What the command-line tools do with a run directory: generate its data, average, decode, export, draw.
+"""What the command-line tools do with a run directory: average, decode, export, draw (data: `run.data`).
 
 Each job reads the run's records (`RunLayout`), rebuilds what it needs (`restore_run`) and hands plain
 objects (model, vocabulary, decode settings) to the layer below, which knows nothing of run directories.
@@ -8,8 +8,6 @@ them (`LoadedRun.decode_settings`).
 
 import os
 
-from t2t_repro import catalog
-from t2t_repro.data.text_problem import summary_line
 from t2t_repro.decode.decode_text import decode_texts, tensorflow_search, write_lines
 from t2t_repro.errors import UserError
 from t2t_repro.run.layout import RunLayout
@@ -22,12 +20,6 @@ from t2t_repro.serve.versions import latest_version_dir
 from t2t_repro.train.averaging import average_checkpoints
 from t2t_repro.train.checkpoints import checkpoint_step
 from t2t_repro.visualize.attention_maps import compute_attention_maps
-
-
-def generate_data(problem_name, data_dir, tmp_dir=None, manual_dir=None):
-    """Generates (or verifies and reuses) a problem's data; returns the one-line summary."""
-    problem = catalog.get_problem(problem_name)
-    return summary_line(problem.generate_data(data_dir, tmp_dir=tmp_dir, manual_dir=manual_dir))
 
 
 def average(output_dir, num_last=None):
