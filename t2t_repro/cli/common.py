@@ -47,6 +47,12 @@ def settings_values(args, settings_class):
     return {f.name: getattr(args, f.name) for f in dataclasses.fields(settings_class) if hasattr(args, f.name)}
 
 
+def settings_from_flags(args, settings_class, **fields):
+    """A `settings_class` of the flags given for it (flags not given keep the field defaults), plus `fields`."""
+    given = {name: value for name, value in settings_values(args, settings_class).items() if value is not None}
+    return settings_class(**given, **fields)
+
+
 def show_info_logs():
     """Sends the library's warnings and progress logs (e.g. the throughput) to stderr, message only, unless
     the root logger already has a handler (then that one shows them)."""

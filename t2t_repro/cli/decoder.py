@@ -20,7 +20,7 @@ import sys
 import time
 
 from t2t_repro.cli.common import (
-    ArgumentParser, add_settings_flags, ctranslate2_jobs, quiet_tensorflow, run_main, settings_values,
+    ArgumentParser, add_settings_flags, ctranslate2_jobs, quiet_tensorflow, run_main, settings_from_flags, settings_values,
     show_info_logs,
 )
 from t2t_repro.decode_settings import DecodeSettings
@@ -73,7 +73,7 @@ def _check(args, engine):
 
 def _main(argv):
     args = build_parser().parse_args(argv)
-    engine = EngineSettings.from_flags(**settings_values(args, EngineSettings))
+    engine = settings_from_flags(args, EngineSettings)
     _check(args, engine)
     decode_flags = settings_values(args, DecodeSettings)
     if engine.engine == CTRANSLATE2:

@@ -18,7 +18,7 @@ import json
 import sys
 
 from t2t_repro.cli.common import (
-    ArgumentParser, add_settings_flags, ctranslate2_jobs, quiet_tensorflow, run_main, settings_values,
+    ArgumentParser, add_settings_flags, ctranslate2_jobs, quiet_tensorflow, run_main, settings_from_flags, settings_values,
 )
 from t2t_repro.decode_settings import DecodeSettings
 from t2t_repro.serve.options import CTRANSLATE2, ExportSettings
@@ -39,7 +39,7 @@ def build_parser():
 
 def _main(argv):
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
-    export_settings = ExportSettings.from_flags(**settings_values(args, ExportSettings))
+    export_settings = settings_from_flags(args, ExportSettings)
     decode_flags = settings_values(args, DecodeSettings)
     if export_settings.format == CTRANSLATE2:
         jobs = ctranslate2_jobs()

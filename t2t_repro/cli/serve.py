@@ -19,7 +19,7 @@ import signal
 import sys
 
 from t2t_repro.cli.common import (
-    ArgumentParser, add_settings_flags, ctranslate2_jobs, quiet_tensorflow, run_main, settings_values,
+    ArgumentParser, add_settings_flags, ctranslate2_jobs, quiet_tensorflow, run_main, settings_from_flags,
 )
 from t2t_repro.serve.options import CTRANSLATE2, EngineSettings
 
@@ -58,7 +58,7 @@ def _stop_on_sigterm(signum, frame):
 
 def _main(argv):
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
-    engine = EngineSettings.from_flags(**settings_values(args, EngineSettings))
+    engine = settings_from_flags(args, EngineSettings)
     from t2t_repro.errors import UserError
 
     if not args.model_dir:

@@ -13,7 +13,7 @@ and exporting a SavedModel (each step can be skipped).
 import json
 import sys
 
-from t2t_repro.cli.common import ArgumentParser, add_settings_flags, quiet_tensorflow, run_main, settings_values
+from t2t_repro.cli.common import ArgumentParser, add_settings_flags, quiet_tensorflow, run_main, settings_from_flags
 from t2t_repro.data.datagen_options import DatagenOptions
 from t2t_repro.run.config import RunConfig
 from t2t_repro.train.options import TrainingOptions
@@ -31,10 +31,6 @@ def build_parser():
     return parser
 
 
-def _given(args, settings_class):
-    return {name: value for name, value in settings_values(args, settings_class).items() if value is not None}
-
-
 def _main(argv):
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
@@ -50,11 +46,11 @@ def _main(argv):
         hparams = apply_overrides(catalog.get_hparams(args.hparams or "transformer_base"), args.hparams_overrides)
         print(describe(hparams))
         return 0
-    config = RunConfig(**_given(args, RunConfig), command_line=("t2t-repro-trainer", *argv))
-    options = TrainingOptions(**_given(args, TrainingOptions))
+    config = settings_from_flags(args, RunConfig, command_line=("t2t-repro-trainer", *argv))
+    options = settings_from_flags(args, TrainingOptions)
     from t2t_repro.run.training import train_run
 
-    report = train_run(config, options, DatagenOptions(**_given(args, DatagenOptions)))
+    report = train_run(config, options, settings_from_flags(args, DatagenOptions))
     if report is not None:
         print(json.dumps({k: v for k, v in report.items() if k in ("bleu", "f1", "precision", "recall", "steps")}))
     return 0

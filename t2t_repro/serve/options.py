@@ -22,10 +22,6 @@ QUANTIZATIONS = ("int8", "int8_float32", "int16", "float32")
 DEFAULT_QUANTIZATION = "float32"
 
 
-def _given(values):
-    return {name: value for name, value in values.items() if value is not None}
-
-
 def _serving_precision(what):
     """The TensorFlow model's precision when it decodes: float32 by default whatever the run trained in (its
     checkpoints hold float32 weights), or a mixed-precision policy on request."""
@@ -64,11 +60,6 @@ class ExportSettings:
         if self.format == CTRANSLATE2:
             _check_not_ctranslate2(self.serving_precision, "--format")
 
-    @classmethod
-    def from_flags(cls, **values):
-        """The settings of the given flags (None: not given, the default)."""
-        return cls(**_given(values))
-
     @property
     def weight_type(self):
         """The CTranslate2 weight type to write."""
@@ -95,7 +86,3 @@ class EngineSettings:
         if self.engine == CTRANSLATE2:
             _check_not_ctranslate2(self.serving_precision, "--engine")
 
-    @classmethod
-    def from_flags(cls, **values):
-        """The settings of the given flags (None: not given, the default)."""
-        return cls(**_given(values))
