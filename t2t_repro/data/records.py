@@ -36,12 +36,6 @@ def shard_names(split, num_shards):
     return [f"{split}-{index:05d}-of-{num_shards:05d}.tfrecord" for index in range(num_shards)]
 
 
-def serialize_example(input_ids, target_ids):
-    """One tf.train.Example holding the two id sequences, serialized deterministically (the features map in key
-    order, so the same ids give the same bytes in every process; `t2t_repro.data.example_proto`)."""
-    return ExampleSerializer(0)(input_ids, target_ids)
-
-
 def shuffled(shard_records, shard_index):
     """The records of shard `shard_index` in the order it is written: shuffled with that shard's own seed."""
     shard_records = list(shard_records)

@@ -22,7 +22,10 @@ WAIT_REPORT_SECONDS = 300.0
 
 def generate_data(problem_name, data_dir, tmp_dir=None, manual_dir=None, options=DatagenOptions()):
     """Generates (or verifies and reuses) a problem's data; returns the one-line summary."""
-    problem = catalog.get_problem(problem_name)
+    return _generate(catalog.get_problem(problem_name), data_dir, tmp_dir, manual_dir, options)
+
+
+def _generate(problem, data_dir, tmp_dir, manual_dir, options):
     return summary_line(problem.generate_data(data_dir, tmp_dir=tmp_dir, manual_dir=manual_dir,
                                               workers=options.workers))
 
@@ -34,8 +37,7 @@ def prepare_data(problem, data_dir, tmp_dir, manual_dir, options, chief=True, po
         return
     if chief:
         print(f"generating data for {problem.name} in {data_dir}", flush=True)
-        summary = problem.generate_data(data_dir, tmp_dir, manual_dir, workers=options.workers)
-        print(summary_line(summary), flush=True)
+        print(_generate(problem, data_dir, tmp_dir, manual_dir, options), flush=True)
         return
     wait_for_data(problem, data_dir, options.data_wait_minutes * 60, poll_seconds)
 
