@@ -15,6 +15,7 @@ under the same policy.
 
 With --peer keras_hub, the same step on an encoder-decoder made of keras_hub.layers.TransformerEncoder and
 TransformerDecoder with equal sizes, vocabulary, tied embeddings, dropout, loss and optimizer is timed too.
+keras-hub's attention projections have biases, so ours are given them too (attention_bias=True) for equal work.
 Both minimise the same label-smoothed cross entropy: ours computes it from the decoder states and the shared
 matrix, as the trainer does (`t2t_repro.train.step.training_loss`); the peer, a model that returns logits, from
 its logits with `label_smoothed_cross_entropy`.
@@ -261,6 +262,8 @@ def run(args):
     }
     if args.precision:
         hparams = dataclasses.replace(hparams, precision=args.precision)
+    if args.peer == "keras_hub":  # keras-hub's attention projections have biases: the same weights, the same work
+        hparams = dataclasses.replace(hparams, attention_bias=True)
     models = {"t2t_repro": build_transformer(hparams, vocab_size)}
     if args.peer == "keras_hub":
         models["keras_hub"] = build_keras_hub_peer(hparams, vocab_size, features)
@@ -276,6 +279,7 @@ def run(args):
         "hparams": args.hparams,
         "hparams_overrides": args.hparams_overrides,
         "precision": hparams.precision,
+        "attention_bias": hparams.attention_bias,
         **batch_config(args, vocab_size),
         "params": models["t2t_repro"].count_params(),
         "compiled": mode,
