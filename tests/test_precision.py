@@ -13,7 +13,7 @@ from t2t_repro.decode.transformer_search import beam_decode
 from t2t_repro.decode_settings import DecodeSettings
 from t2t_repro.errors import UserError
 from t2t_repro.hparams_type import HParams, apply_overrides
-from t2t_repro.model import build_transformer
+from t2t_repro.model import build_transformer, half_precision_weights
 from t2t_repro.model.transformer import ENCODER_SELF_ATTENTION, padded_vocab_size
 from t2t_repro.train.precision import configure_tf32, precision_line, with_loss_scaling
 from t2t_repro.train.step import TrainStep, _non_finite_everywhere_if_anywhere, training_loss
@@ -48,6 +48,24 @@ def test_mixed_precision_computes_in_half_with_float32_weights_and_float32_islan
     reference = _model(precision="float32")
     reference.set_weights(model.get_weights())
     np.testing.assert_allclose(logits, reference(BATCH), atol=0.15)
+
+
+@pytest.mark.parametrize("precision,half", [("mixed_bfloat16", "bfloat16"), ("mixed_float16", "float16")])
+def test_weights_cast_once_decode_exactly_as_the_mixed_model(precision, half):
+    model = _model(precision=precision)
+    copy = half_precision_weights(model)
+    norms = [v for v in copy.weights if "norm" in v.path]
+    assert norms and {v.dtype for v in norms} == {"float32"}  # the normalizations use theirs in float32
+    assert {v.dtype for v in copy.weights if "norm" not in v.path} == {half}
+    assert copy.compute_dtype == model.compute_dtype
+    np.testing.assert_array_equal(copy(BATCH), model(BATCH))
+    settings = DecodeSettings(beam_size=3, alpha=0.6, extra_length=5)
+    for use_cache in (True, False):
+        ids, scores = beam_decode(model, BATCH["inputs"], settings, use_cache=use_cache)
+        copy_ids, copy_scores = beam_decode(copy, BATCH["inputs"], settings, use_cache=use_cache)
+        np.testing.assert_array_equal(copy_ids, ids)
+        np.testing.assert_array_equal(copy_scores, scores)
+    assert half_precision_weights(_model()).dtype_policy.name == "float32"
 
 
 def test_checkpoints_interchange_between_precisions(tmp_path):
@@ -237,6 +255,10 @@ def test_a_bfloat16_export_answers_as_the_bfloat16_decoder(serving_run, parallel
     assert all(decoded)
     graph = loaded.signatures["ids"].graph.as_graph_def()
     assert "BatchMatMulV2" in _bfloat16_ops(graph) or "MatMul" in _bfloat16_ops(graph)  # it computes in bf16
+    stored = tf.train.load_checkpoint(str(export_dir / "1" / "variables" / "variables"))
+    dtypes = [dtype for name, dtype in stored.get_variable_to_dtype_map().items() if dtype.is_floating]
+    # The weights are stored in bfloat16, but for the layer normalizations' float32 gamma and beta.
+    assert dtypes.count(tf.bfloat16) > dtypes.count(tf.float32) > 0
 
 
 def test_serving_precision_is_refused_where_it_cannot_apply(tmp_path):

@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+HALF_DTYPES = ("bfloat16", "float16")
+
 
 class LayerNormalization(keras.layers.LayerNormalization):
     """keras.layers.LayerNormalization over the last axis, with its gradient written by hand.
@@ -10,7 +12,16 @@ class LayerNormalization(keras.layers.LayerNormalization):
     Same weights (gamma, beta), checkpoints and values as Keras' layer; the hand-written backward pass makes
     about half the elementwise passes of the automatic one. Other settings (several axes, RMS scaling, no
     centring or scaling) use Keras' implementation.
+
+    gamma and beta are float32 under every policy: a half-precision policy (e.g. "bfloat16", the inference
+    copy of `half_precision_weights`) becomes its mixed one here, as the normalization works in float32.
     """
+
+    def __init__(self, *args, dtype=None, **kwargs):
+        policy = keras.dtype_policies.get(dtype) if dtype is not None else None
+        if policy is not None and policy.variable_dtype in HALF_DTYPES:
+            dtype = f"mixed_{policy.compute_dtype}"
+        super().__init__(*args, dtype=dtype, **kwargs)
 
     def call(self, inputs):
         last_axis = self.axis in (-1, [-1], inputs.shape.rank - 1, [inputs.shape.rank - 1])

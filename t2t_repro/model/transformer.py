@@ -217,3 +217,19 @@ def build_transformer(hparams, vocab_size, precision=None):
     ones = tf.ones([1, 1], tf.int32)
     model({"inputs": ones, "targets": ones})
     return model
+
+
+def half_precision_weights(model):
+    """For inference: a copy of a mixed-precision `model` with its weights stored in its compute dtype.
+
+    A mixed_bfloat16 (or mixed_float16) model keeps float32 weights and casts every one of them to bfloat16
+    at every use: at every step of a beam search. The copy casts them once. Its outputs are the same: every
+    weight is used in the compute dtype either way, and the layer normalizations, which use theirs in
+    float32, keep float32 ones. A float32 model is returned as it is."""
+    compute_dtype = model.dtype_policy.compute_dtype
+    if compute_dtype == "float32":
+        return model
+    copy = build_transformer(model.hparams, model.vocab_size, precision=compute_dtype)
+    for target, source in zip(copy.weights, model.weights, strict=True):
+        target.assign(tf.cast(source, target.dtype))
+    return copy

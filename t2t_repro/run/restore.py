@@ -7,7 +7,7 @@ import tensorflow as tf
 from t2t_repro import catalog
 from t2t_repro.errors import UserError
 from t2t_repro.hparams_type import HParams
-from t2t_repro.model import build_transformer
+from t2t_repro.model import build_transformer, half_precision_weights
 from t2t_repro.run.layout import RunInfo, RunLayout
 from t2t_repro.train.checkpoints import restore_model
 from t2t_repro.train.precision import configure_tf32
@@ -36,7 +36,8 @@ def restore_run(output_dir, checkpoint=None, precision="float32"):
     """Rebuilds the run's model and restores its weights from `checkpoint` (default: the layout's latest).
 
     The model computes in `precision` (a Keras dtype policy: float32, mixed_bfloat16 or mixed_float16),
-    whatever precision the run trained in: its checkpoints hold float32 weights."""
+    whatever precision the run trained in: its checkpoints hold float32 weights. It is for inference: in a
+    mixed precision its weights are cast once to the compute dtype (`half_precision_weights`)."""
     layout = RunLayout(output_dir)
     info = layout.load_info()
     hparams = layout.load_hparams()
@@ -50,4 +51,5 @@ def restore_run(output_dir, checkpoint=None, precision="float32"):
     configure_tf32(hparams.tf32)
     model = build_transformer(hparams, vocabulary.vocab_size, precision)
     restore_model(model, checkpoint)
+    model = half_precision_weights(model)
     return LoadedRun(layout, info, hparams, problem, vocabulary, model, checkpoint)

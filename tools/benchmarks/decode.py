@@ -24,7 +24,7 @@ sources, to the same output length, at the same beam; --peer tensorflow times th
 turns with it (the target: int8 at least 1.7 times as fast).
 
 The TensorFlow search computes in --precision (default the hparams'; e.g. mixed_bfloat16, as
-t2t-repro-decoder --serving_precision=mixed_bfloat16 does). --peer float32 times the same weights decoding in
+t2t-repro-decoder --serving_precision=mixed_bfloat16 does, with its weights cast to bfloat16 once). --peer float32 times the same weights decoding in
 float32 in turns with it: the speed-up of decoding in mixed precision.
 
     python tools/benchmark.py --suite decode [--hparams transformer_base] [--peer keras_hub] [--json]
@@ -45,7 +45,7 @@ from t2t_repro.decode.transformer_search import compiled_search
 from t2t_repro.decode_settings import DecodeSettings
 from t2t_repro.errors import UserError
 from t2t_repro.hparams_type import PRECISIONS
-from t2t_repro.model import build_transformer
+from t2t_repro.model import build_transformer, half_precision_weights
 from t2t_repro.special_tokens import PAD_ID
 
 PEERS = ("keras_hub", "tensorflow", "float32")
@@ -181,6 +181,7 @@ def run(args):
     inputs = tf.constant(random_token_batch(args.decode_batch, args.src_len, 1, vocab_size)["inputs"])
     extra_length = args.output_length - args.src_len
     model = build_transformer(hparams, vocab_size)
+    served = half_precision_weights(model)  # what the decoder and the exporter run in a mixed precision
 
     config = {
         "hparams": args.hparams,
@@ -206,7 +207,7 @@ def run(args):
     for use_cache in (True, False) if args.engine == "tensorflow" else (True,):
         label = "cached" if use_cache else "uncached"
         settings = DecodeSettings(beam_size=args.beam_size, alpha=0.6, extra_length=extra_length)
-        search = compiled_search(model, settings, use_cache=use_cache, eos_id=NO_EOS)
+        search = compiled_search(served, settings, use_cache=use_cache, eos_id=NO_EOS)
         progress(f"decode: tracing the {label} search")
         ids, _ = search(inputs)  # also checks that the search really generates output_length tokens
         if ids.shape[-1] != args.output_length:
