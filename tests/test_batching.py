@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_repro.data import records
+from t2t_repro.data import reading, records
 from t2t_repro.data.batching import bucket_lengths, padding_efficiency, token_batches
 from t2t_repro.errors import UserError
 from t2t_repro.special_tokens import EOS_ID, PAD_ID
@@ -39,9 +39,9 @@ def shards(tmp_path_factory):
     return pairs, str(directory), names
 
 
-def _dataset(shards):
+def _dataset(shards, max_length=None, shard=None):
     _, directory, names = shards
-    return records.read_split(directory, names)
+    return reading.read_split(directory, names, max_length, shard)
 
 
 def _unpad(row):
@@ -57,11 +57,37 @@ def test_records_round_trip_every_pair(shards):
     assert read[:100] != written[:100]  # the train shards are shuffled
 
 
+def _one_record_at_a_time(shards):
+    """The pairs of the shards as parsing the records one by one gives them (the reading before blocks)."""
+    _, directory, names = shards
+    features = {"inputs": tf.io.RaggedFeature(tf.int64), "targets": tf.io.RaggedFeature(tf.int64)}
+    files = tf.data.TFRecordDataset([f"{directory}/{name}" for name in names], num_parallel_reads=min(8, len(names)))
+    return [(tuple(example["inputs"].numpy()), tuple(example["targets"].numpy()))
+            for example in (tf.io.parse_single_example(record, features) for record in files)]
+
+
+@pytest.mark.parametrize("max_length, shard", [(None, None), (40, None), (40, (3, 1)), (None, (2, 0))])
+def test_block_reading_gives_the_pairs_of_record_by_record_reading_in_order(shards, max_length, shard):
+    expected = _one_record_at_a_time(shards)
+    if shard:
+        expected = expected[shard[1]::shard[0]]  # a worker's share is taken before the length limit
+    if max_length:
+        expected = [pair for pair in expected if max(len(side) for side in pair) <= max_length]
+    read = [(tuple(e["inputs"]), tuple(e["targets"])) for e in _dataset(shards, max_length, shard).as_numpy_iterator()]
+    assert read == expected
+    assert _dataset(shards).element_spec["inputs"] == tf.TensorSpec([None], tf.int32)
+
+
+def test_a_pair_longer_than_max_length_stops_the_batches(shards):
+    with pytest.raises(tf.errors.OpError, match="pad_to_bucket_boundary"):
+        list(token_batches(_dataset(shards), BATCH_TOKENS, MAX_LENGTH).as_numpy_iterator())
+
+
 def test_every_batch_within_its_token_budget_and_no_pair_lost(shards):
     pairs, _, _ = shards
     allowed = bucket_lengths(MAX_LENGTH)
     seen = collections.Counter()
-    for batch in token_batches(_dataset(shards), BATCH_TOKENS, MAX_LENGTH).as_numpy_iterator():
+    for batch in token_batches(_dataset(shards, MAX_LENGTH), BATCH_TOKENS, MAX_LENGTH).as_numpy_iterator():
         inputs, targets = batch["inputs"], batch["targets"]
         assert inputs.dtype == np.int32 and inputs.shape == targets.shape
         assert inputs.shape[1] in allowed
@@ -103,7 +129,7 @@ def test_batches_are_exactly_the_reference_bucketing(shards, batch_tokens, max_l
     """Same pairs, same order, same padded shapes as the bucketing spelled out in Python (training losses
     depend on it: tests/test_golden.py), through the end of the data and across epochs."""
     read = [(e["inputs"].tolist(), e["targets"].tolist()) for e in _dataset(shards).as_numpy_iterator()]
-    batches = token_batches(_dataset(shards), batch_tokens, max_length, repeat=repeat)
+    batches = token_batches(_dataset(shards, max_length), batch_tokens, max_length, repeat=repeat)
     count = 400 if repeat else None
     expected = list(itertools.islice(_reference_batches(itertools.cycle(read) if repeat else read, batch_tokens,
                                                         max_length), count))
@@ -115,7 +141,7 @@ def test_batches_are_exactly_the_reference_bucketing(shards, batch_tokens, max_l
 
 
 def test_padding_efficiency_on_realistic_lengths(shards):
-    batches = token_batches(_dataset(shards), BATCH_TOKENS, MAX_LENGTH, shuffle=True, seed=1).as_numpy_iterator()
+    batches = token_batches(_dataset(shards, MAX_LENGTH), BATCH_TOKENS, MAX_LENGTH, shuffle=True, seed=1).as_numpy_iterator()
     assert padding_efficiency(batches) >= 0.85
 
 
@@ -130,7 +156,7 @@ def _first_batches(dataset, count):
 
 def test_seeded_shuffle_is_reproducible_and_seed_dependent(shards):
     def run(seed):
-        batches = token_batches(_dataset(shards), 512, 64, shuffle=True, seed=seed, repeat=True, shuffle_buffer=1000)
+        batches = token_batches(_dataset(shards, 64), 512, 64, shuffle=True, seed=seed, repeat=True, shuffle_buffer=1000)
         return _first_batches(batches, 8)
 
     assert run(7) == run(7)
@@ -138,7 +164,7 @@ def test_seeded_shuffle_is_reproducible_and_seed_dependent(shards):
 
 
 def test_iterator_position_survives_a_checkpoint(shards, tmp_path):
-    dataset = token_batches(_dataset(shards), 512, 64, shuffle=True, seed=3, repeat=True, shuffle_buffer=500)
+    dataset = token_batches(_dataset(shards, 64), 512, 64, shuffle=True, seed=3, repeat=True, shuffle_buffer=500)
     iterator = iter(dataset)
     for _ in range(7):
         next(iterator)
@@ -160,4 +186,4 @@ def test_bucket_lengths_grow_slowly_and_end_at_max_length():
 
 def test_max_length_beyond_the_budget_is_a_user_error(shards):
     with pytest.raises(UserError, match="exceeds batch_tokens"):
-        token_batches(_dataset(shards), batch_tokens=100, max_length=128)
+        token_batches(_dataset(shards, 128), batch_tokens=100, max_length=128)

@@ -4,6 +4,8 @@ removes leftovers of an interrupted write and never writes non-finite weights; t
 tool name the damaged file in one line."""
 
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -181,3 +183,36 @@ def test_a_checkpoint_with_non_finite_weights_is_not_resumed_from(run_copy, tiny
     assert "non-finite" in result.stdout and (run_copy / "checkpoints" / "damaged-ckpt-25" / "ckpt-25.index").is_file()
     assert f"resumed from {run_copy / 'checkpoints' / 'ckpt-20'} at step 20" in result.stdout
     assert _all_finite(run_copy / "checkpoints" / "ckpt-25")
+
+
+# A trainer whose input pipeline has one more stage than today's: the input positions it saves are those of
+# another version of the pipeline.
+_OTHER_PIPELINE_TRAINER = """
+import sys
+from t2t_repro.cli import trainer
+from t2t_repro.data import reading
+read_split = reading.read_split
+reading.read_split = lambda *args: read_split(*args).map(lambda pair: {key: ids + 0 for key, ids in pair.items()})
+sys.argv[0] = "trainer"
+trainer.main()
+"""
+
+
+def test_an_input_position_of_another_pipeline_version_resumes_the_rest_and_restarts_the_input(
+        tiny_data_dir, tmp_path):
+    run = tmp_path / "run"
+    flags = [*RUN_FLAGS, f"--data_dir={tiny_data_dir}", f"--output_dir={run}"]
+    first = subprocess.run([sys.executable, "-c", _OTHER_PIPELINE_TRAINER, *flags, "--train_steps=10"],
+                           capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stdout + first.stderr
+    step_10 = _float_values(run / "checkpoints" / "ckpt-10")
+    resumed = _train(run, tiny_data_dir, "--train_steps=15")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "ckpt-10 holds an input position saved by another version of the input pipeline" in resumed.stdout
+    assert f"resumed from {run / 'checkpoints' / 'ckpt-10'} at step 10" in resumed.stdout
+    assert _all_finite(run / "checkpoints" / "ckpt-15")
+    after = _float_values(run / "checkpoints" / "ckpt-10")  # the checkpoint it resumed from is untouched
+    assert after.keys() == step_10.keys() and all(np.array_equal(after[name], step_10[name]) for name in after)
+    again = _train(run, tiny_data_dir, "--train_steps=20")  # the new input position resumes as usual
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "another version" not in again.stdout and "at step 15" in again.stdout

@@ -3,8 +3,8 @@
 Section 5.1: "Sentence pairs were batched together by approximate sequence length. Each training batch
 contained a set of sentence pairs containing approximately 25000 source tokens and 25000 target tokens."
 
-    batches = token_batches(problem.dataset("train", data_dir), batch_tokens=25000, max_length=256,
-                            shuffle=True, seed=1, repeat=True)
+    batches = token_batches(problem.dataset("train", data_dir, max_length=256), batch_tokens=25000,
+                            max_length=256, shuffle=True, seed=1, repeat=True)
 
 Each pair goes to the bucket of its longer side; a bucket pads both sides to its own fixed length L, and
 holds batch_tokens // L pairs, so every batch has at most batch_tokens source and at most batch_tokens target
@@ -49,9 +49,11 @@ def token_batches(
     """Batches a dataset of {"inputs", "targets"} int32 [length] pairs by a token budget.
 
     Args:
-        dataset: unbatched tf.data.Dataset of {"inputs", "targets"} id sequences (EOS included).
+        dataset: unbatched tf.data.Dataset of {"inputs", "targets"} id sequences (EOS included), none with a
+            side longer than `max_length`: `Problem.dataset(..., max_length)` leaves those out, cheaply, while
+            parsing (a longer pair stops the iteration with an error).
         batch_tokens: most positions, padding included, of each side of a batch.
-        max_length: pairs with a side longer than this are dropped.
+        max_length: the longest side of a pair; the last bucket's length.
         shuffle: shuffle pairs (before bucketing) with a buffer of `shuffle_buffer` pairs.
         seed: shuffle seed; with a seed the order is reproducible, and a fresh order is drawn each epoch.
         repeat: repeat forever (each epoch reshuffled).
@@ -66,17 +68,13 @@ def token_batches(
     if max_length < 1 or batch_tokens < 1:
         raise UserError("max_length and batch_tokens must be positive")
     lengths = bucket_lengths(max_length)
-
-    def fits(example):
-        return tf.logical_and(tf.size(example["inputs"]) <= max_length, tf.size(example["targets"]) <= max_length)
-
-    pairs = dataset.filter(fits)
+    pairs = dataset
     if shuffle:
         pairs = pairs.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     if repeat:
         pairs = pairs.repeat()
     # Bucket i holds the pairs of length L[i-1] < n <= L[i] (boundaries L + 1), padded to L[i] (boundary - 1).
-    # The bucket beyond the last boundary stays empty: `fits` removed the pairs longer than max_length.
+    # The bucket beyond the last boundary stays empty: the dataset holds no pair longer than max_length.
     batches = pairs.bucket_by_sequence_length(
         element_length_func=_pair_length,
         bucket_boundaries=[length + 1 for length in lengths],

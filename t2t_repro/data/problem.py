@@ -40,8 +40,10 @@ class Problem(abc.ABC):
         """The problem's `Vocabulary` (t2t_repro.data.vocabulary), loaded from `data_dir`."""
 
     @abc.abstractmethod
-    def dataset(self, split, data_dir):
-        """Unbatched tf.data.Dataset of {"inputs", "targets"}: int32 [length] ids, each ending in EOS_ID."""
+    def dataset(self, split, data_dir, max_length=None, shard=None):
+        """Unbatched tf.data.Dataset of {"inputs", "targets"}: int32 [length] ids, each ending in EOS_ID; without
+        the pairs with a side longer than `max_length` ids, and only a worker's `shard` = (count, index) of
+        them when given (every count-th pair from the index-th, counted before the length limit)."""
 
     @abc.abstractmethod
     def text_pairs(self, split, data_dir):

@@ -78,25 +78,6 @@ def write_split(directory, split, examples, num_shards, total=None, shuffle=Fals
     return names, count
 
 
-_FEATURES = {"inputs": tf.io.RaggedFeature(tf.int64), "targets": tf.io.RaggedFeature(tf.int64)}
-
-
-def _parse(record):
-    example = tf.io.parse_single_example(record, _FEATURES)
-    return {key: tf.cast(value, tf.int32) for key, value in example.items()}
-
-
-def read_split(directory, names):
-    """A tf.data.Dataset of {"inputs": int32 [None], "targets": int32 [None]} from the shard files `names`.
-
-    Several shards are read interleaved with a fixed cycle length, so the order (and a checkpointed
-    iterator's position) is the same on every machine."""
-    paths = [os.path.join(directory, name) for name in names]
-    reads = min(8, len(paths)) if len(paths) > 1 else None
-    records = tf.data.TFRecordDataset(paths, buffer_size=1 << 22, num_parallel_reads=reads)
-    return records.map(_parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-
-
 def file_sha256(path):
     digest = hashlib.sha256()
     with open(path, "rb") as data:

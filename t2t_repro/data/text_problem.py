@@ -34,7 +34,7 @@ import sentencepiece
 import tqdm
 
 from t2t_repro import safe_write
-from t2t_repro.data import encoding_blocks, example_proto, ptb_tree, records, split_writer
+from t2t_repro.data import encoding_blocks, example_proto, ptb_tree, reading, records, split_writer
 from t2t_repro.data import vocabulary as vocabulary_module
 from t2t_repro.data.encoding_blocks import BlockJob
 from t2t_repro.data.problem import SPLITS, Problem
@@ -122,10 +122,10 @@ class TextPairProblem(Problem):
                 f"{shortest} tokens on its longer side (EOS included): raise hparams max_length"
             )
 
-    def dataset(self, split, data_dir):
+    def dataset(self, split, data_dir, max_length=None, shard=None):
         _check_split(split)
         metadata = self.metadata(data_dir)
-        return records.read_split(self.problem_dir(data_dir), metadata["splits"][split]["shards"])
+        return reading.read_split(self.problem_dir(data_dir), metadata["splits"][split]["shards"], max_length, shard)
 
     def text_pairs(self, split, data_dir):
         _check_split(split)

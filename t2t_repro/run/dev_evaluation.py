@@ -57,7 +57,8 @@ class DevEvaluator:
         """(label-smoothed loss per token, perplexity per token) over the dev split."""
         step = self._loss_step(model)
         totals = [0.0, 0.0, 0.0]
-        for batch in token_batches(self.problem.dataset("dev", self.data_dir), self.batch_tokens, _DEV_MAX_LENGTH):
+        for batch in token_batches(self.problem.dataset("dev", self.data_dir, _DEV_MAX_LENGTH), self.batch_tokens,
+                                   _DEV_MAX_LENGTH):
             for i, value in enumerate(step(batch)):
                 totals[i] += float(value)
         smoothed, plain, tokens = totals

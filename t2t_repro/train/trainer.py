@@ -31,6 +31,8 @@ from t2t_repro.train.strategy import is_chief, make_strategy, worker_position
 # Under float16 an update whose gradients overflow is skipped and the loss scale lowered; a loss that is itself
 # non-finite this many updates in a row is not an overflow the scale can cure, and stops the run.
 NON_FINITE_LOSS_PATIENCE = 10
+# What TensorFlow says when a checkpointed input position does not fit the input pipeline built now.
+INPUT_PIPELINE_CHANGED = "Make sure the dataset definition has not changed"
 
 def default_checkpoint_steps(hparams):
     """Steps between checkpoints besides the 10-minute clock: about four averaging windows over the run.
@@ -95,12 +97,12 @@ class Trainer:
             self.optimizer = with_loss_scaling(make_optimizer(self.hparams), self.hparams.precision)
             self.optimizer.build(self.model.trainable_variables)
             self.skipped_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
-        train = self.problem.dataset("train", data_dir).shard(self.workers, self.worker_index)
-        batches = token_batches(
+        train = self.problem.dataset("train", data_dir, self.hparams.max_length, (self.workers, self.worker_index))
+        self.batches = token_batches(
             train, self.micro_batch_tokens, self.hparams.max_length, shuffle=True, seed=self.options.seed,
             repeat=True,
         )
-        self.iterator = iter(batches)
+        self.iterator = iter(self.batches)
         # Dropout's random state lives in non-trainable seed-generator variables; saving them makes resume exact.
         rng_state = {v.path: v for v in self.model.non_trainable_variables}
         # Training time summed over every session of the run (for Table 2's cost estimate).
@@ -110,11 +112,10 @@ class Trainer:
         state = dict(model=self.model, optimizer=inner_optimizer(self.optimizer), data=self.iterator, rng=rng_state,
                      train_seconds=self.train_seconds)
         self.loss_scale = loss_scale_state(self.optimizer)
-        self.checkpoint = self._checkpoint_without_scale = tf.train.Checkpoint(**state)
         if self.loss_scale:
-            self.checkpoint = tf.train.Checkpoint(
-                **state, loss_scale={**self.loss_scale, "skipped_steps": self.skipped_steps}
-            )
+            state["loss_scale"] = {**self.loss_scale, "skipped_steps": self.skipped_steps}
+        self.checkpoint_state = state
+        self.checkpoint = tf.train.Checkpoint(**state)
         if not self.chief:  # every worker saves (it may take part in collectives); only the chief's count
             checkpoint_dir = os.path.join(checkpoint_dir, f"worker-{self.worker_index}")
         self.checkpoint_dir = checkpoint_dir
@@ -152,7 +153,7 @@ class Trainer:
         damaged = []
         for prefix in reversed(prefixes):
             try:
-                self._checkpoint_for(prefix).restore(prefix).assert_existing_objects_matched()
+                self._restore_from(prefix)
             except RESTORE_ERRORS as error:
                 damage = find_damage(prefix)
                 if damage is None:
@@ -168,16 +169,31 @@ class Trainer:
                             "train afresh")
         return None, []
 
-    def _checkpoint_for(self, prefix):
-        """What to restore `prefix` into: without the loss scale when a float16 run resumes a checkpoint of
-        another precision (the hparams check lets that happen only when the user asks), whose scale restarts."""
-        if self.checkpoint is self._checkpoint_without_scale:
-            return self.checkpoint
+    def _restore_from(self, prefix):
+        """Restores `prefix`. Without the loss scale when a float16 run resumes a checkpoint of another
+        precision (the hparams check lets that happen only when the user asks), whose scale restarts. Without
+        the input position when it was saved by another version of the input pipeline, which cannot read it:
+        the input then starts again from the beginning of its (seeded) order, and says so."""
+        state = dict(self.checkpoint_state)
+        if "loss_scale" in state:
+            try:
+                names = [name for name, _ in tf.train.list_variables(prefix)]
+            except RESTORE_ERRORS:
+                names = None  # damaged: restoring it reports the damage
+            if names is not None and not any(name.startswith("loss_scale/") for name in names):
+                del state["loss_scale"]
         try:
-            names = [name for name, _ in tf.train.list_variables(prefix)]
-        except RESTORE_ERRORS:
-            return self.checkpoint  # damaged: restoring it reports the damage
-        return self.checkpoint if any(n.startswith("loss_scale/") for n in names) else self._checkpoint_without_scale
+            tf.train.Checkpoint(**state).restore(prefix).assert_existing_objects_matched()
+        except RESTORE_ERRORS as error:
+            if INPUT_PIPELINE_CHANGED not in str(error):
+                raise
+            del state["data"]
+            tf.train.Checkpoint(**state).restore(prefix).expect_partial().assert_existing_objects_matched()
+            # The failed read may have left the iterator anywhere: a fresh one, which the checkpoints save.
+            self.iterator = self.checkpoint_state["data"] = iter(self.batches)
+            self.checkpoint = tf.train.Checkpoint(**self.checkpoint_state)
+            print(f"{os.path.basename(prefix)} holds an input position saved by another version of the input "
+                  "pipeline: model and optimizer resume, the input starts again from the beginning", flush=True)
 
     def restore(self):
         """Resumes from the newest checkpoint present that restores; damaged newer ones are moved aside (not

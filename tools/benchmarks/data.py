@@ -159,8 +159,8 @@ def _checkpoint_round_trip(dataset, iterator):
 
 def _pipeline(problem, data_dir, hparams, args):
     batch_tokens = args.batch_tokens or hparams.batch_tokens
-    dataset = token_batches(problem.dataset("train", data_dir), batch_tokens, hparams.max_length, shuffle=True,
-                            seed=1, repeat=True)
+    dataset = token_batches(problem.dataset("train", data_dir, hparams.max_length), batch_tokens,
+                            hparams.max_length, shuffle=True, seed=1, repeat=True)
     iterator = iter(dataset)
     warmup = 1 if args.warmup is None else args.warmup
     repeats = 5 if args.repeats is None else args.repeats
