@@ -179,9 +179,11 @@ def test_iterator_position_survives_a_checkpoint(shards, tmp_path):
 
 
 def test_bucket_lengths_grow_slowly_and_end_at_max_length():
-    lengths = bucket_lengths(256)
-    assert lengths[0] == 8 and lengths[-1] == 256
-    assert all(b > a and b <= max(a + 1, int(a * 1.1)) for a, b in zip(lengths, lengths[1:-1]))
+    for growth in (1.05, 1.1):
+        lengths = bucket_lengths(256, growth=growth)
+        assert lengths[0] == 8 and lengths[-1] == 256
+        assert all(b > a and b <= max(a + 1, int(a * growth)) for a, b in zip(lengths, lengths[1:-1]))
+    assert len(bucket_lengths(256)) == 76 and len(bucket_lengths(256, growth=1.1)) == 42
 
 
 def test_max_length_beyond_the_budget_is_a_user_error(shards):

@@ -12,3 +12,11 @@ def test_a_run_recorded_before_attention_bias_existed_keeps_its_biases(tmp_path)
     (tmp_path / "hparams.json").write_text(json.dumps(values))
     assert RunLayout(tmp_path).load_hparams().attention_bias is True
     assert HParams().attention_bias is False  # new runs follow equation 4
+
+
+def test_a_run_recorded_before_bucket_growth_existed_keeps_its_buckets(tmp_path):
+    values = HParams().to_dict()
+    del values["bucket_growth"]
+    (tmp_path / "hparams.json").write_text(json.dumps(values))
+    assert RunLayout(tmp_path).load_hparams().bucket_growth == 1.1  # tensor2tensor's, as before
+    assert HParams().bucket_growth == 1.05

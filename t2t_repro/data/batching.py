@@ -8,9 +8,9 @@ contained a set of sentence pairs containing approximately 25000 source tokens a
 
 Each pair goes to the bucket of its longer side; a bucket pads both sides to its own fixed length L, and
 holds batch_tokens // L pairs, so every batch has at most batch_tokens source and at most batch_tokens target
-positions, padding included. Bucket lengths grow by about 10% (tensor2tensor's habit), so padding stays near
-5% of each side, and a compiled step sees one shape per bucket (plus the short last batch of each bucket
-when the data is not repeated).
+positions, padding included. Bucket lengths grow by about 5% (hparams bucket_growth; tensor2tensor's 10%
+pads more), so the longer side of a pair pads about 2%, and a compiled step sees one shape per bucket (plus
+the short last batch of each bucket when the data is not repeated).
 
 The bucketing is tf.data's own `bucket_by_sequence_length` (a `group_by_window`), and every stage is a
 tf.data transformation whose state tf.train.Checkpoint saves, so a training run that saves the iterator
@@ -21,14 +21,14 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_repro.errors import UserError
+from t2t_repro.hparams_type import DEFAULT_BUCKET_GROWTH
 from t2t_repro.special_tokens import PAD_ID
 
 DEFAULT_SHUFFLE_BUFFER = 20_000  # pairs; about one hundred 2048-token batches of mixed lengths
 MIN_BUCKET_LENGTH = 8
-BUCKET_GROWTH = 1.1
 
 
-def bucket_lengths(max_length, min_length=MIN_BUCKET_LENGTH, growth=BUCKET_GROWTH):
+def bucket_lengths(max_length, min_length=MIN_BUCKET_LENGTH, growth=DEFAULT_BUCKET_GROWTH):
     """Padded lengths of the buckets: min_length, then about `growth` times larger each, ending at max_length."""
     lengths = []
     length = min_length
@@ -44,7 +44,8 @@ def _pair_length(example):
 
 
 def token_batches(
-    dataset, batch_tokens, max_length, shuffle=False, seed=None, repeat=False, shuffle_buffer=DEFAULT_SHUFFLE_BUFFER
+    dataset, batch_tokens, max_length, shuffle=False, seed=None, repeat=False, shuffle_buffer=DEFAULT_SHUFFLE_BUFFER,
+    bucket_growth=DEFAULT_BUCKET_GROWTH,
 ):
     """Batches a dataset of {"inputs", "targets"} int32 [length] pairs by a token budget.
 
@@ -58,6 +59,7 @@ def token_batches(
         seed: shuffle seed; with a seed the order is reproducible, and a fresh order is drawn each epoch.
         repeat: repeat forever (each epoch reshuffled).
         shuffle_buffer: pairs held by the shuffle buffer.
+        bucket_growth: factor between consecutive bucket lengths (`bucket_lengths`).
 
     Returns:
         a tf.data.Dataset of {"inputs", "targets"} int32 [batch, length] batches padded with PAD_ID, where length
@@ -67,7 +69,7 @@ def token_batches(
         raise UserError(f"max_length={max_length} exceeds batch_tokens={batch_tokens}: one pair would not fit a batch")
     if max_length < 1 or batch_tokens < 1:
         raise UserError("max_length and batch_tokens must be positive")
-    lengths = bucket_lengths(max_length)
+    lengths = bucket_lengths(max_length, growth=bucket_growth)
     pairs = dataset
     if shuffle:
         pairs = pairs.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)

@@ -111,6 +111,8 @@ class RunLayout:
         if isinstance(values, dict):
             # Runs recorded before attention_bias existed had biases in every attention projection.
             values.setdefault("attention_bias", True)
+            # And those recorded before bucket_growth existed bucketed with tensor2tensor's 1.1.
+            values.setdefault("bucket_growth", 1.1)
         try:
             return HParams.from_dict(values)
         except UserError as error:

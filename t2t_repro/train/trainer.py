@@ -100,7 +100,7 @@ class Trainer:
         train = self.problem.dataset("train", data_dir, self.hparams.max_length, (self.workers, self.worker_index))
         self.batches = token_batches(
             train, self.micro_batch_tokens, self.hparams.max_length, shuffle=True, seed=self.options.seed,
-            repeat=True,
+            repeat=True, bucket_growth=self.hparams.bucket_growth,
         )
         self.iterator = iter(self.batches)
         # Dropout's random state lives in non-trainable seed-generator variables; saving them makes resume exact.

@@ -160,7 +160,8 @@ def _checkpoint_round_trip(dataset, iterator):
 def _pipeline(problem, data_dir, hparams, args):
     batch_tokens = args.batch_tokens or hparams.batch_tokens
     dataset = token_batches(problem.dataset("train", data_dir, hparams.max_length), batch_tokens,
-                            hparams.max_length, shuffle=True, seed=1, repeat=True)
+                            hparams.max_length, shuffle=True, seed=1, repeat=True,
+                            bucket_growth=hparams.bucket_growth)
     iterator = iter(dataset)
     warmup = 1 if args.warmup is None else args.warmup
     repeats = 5 if args.repeats is None else args.repeats
@@ -186,6 +187,7 @@ def _pipeline(problem, data_dir, hparams, args):
         "hparams": args.hparams,
         "batch_tokens": batch_tokens,
         "max_length": hparams.max_length,
+        "bucket_growth": hparams.bucket_growth,
         "window_batches": args.window_batches,
         "windows": repeats,
         "cpus": os.cpu_count(),
