@@ -13,9 +13,10 @@
 - datagen_peak_rss_bytes: the largest resident memory of this process and its datagen workers together,
   sampled every 0.2 s, or this process's own peak if larger (config: both). Target: at most 4 GB.
 - pipeline_target_tokens_per_s: real (non-padding) target tokens per second delivered by the pipeline the
-  trainer reads: TFRecords -> parsing -> max_length filter -> shuffle -> length buckets -> token batches of
-  --batch_tokens (default: the hparams set's) per side, repeated; the median of --repeats windows of
-  --window_batches batches, after --warmup windows. Target on a 2-core host: 600,000 at 25,000 tokens.
+  trainer reads: TFRecords -> parsing and the max_length limit (blocks of records) -> shuffle -> length
+  buckets -> token batches of --batch_tokens (default: the hparams set's) per side, repeated; the median of
+  --repeats windows of --window_batches batches, after --warmup windows (default: 9 after 3). Target on a
+  2-core host: 600,000 at 25,000 tokens.
 - padding_efficiency: real tokens / padded positions, both sides, over the timed batches. Target: 0.9.
   The config also says whether the iterator's position checkpoints: saved with tf.train.Checkpoint, restored
   into a new iterator, the next batch must be the same.
@@ -163,8 +164,9 @@ def _pipeline(problem, data_dir, hparams, args):
                             hparams.max_length, shuffle=True, seed=1, repeat=True,
                             bucket_growth=hparams.bucket_growth)
     iterator = iter(dataset)
-    warmup = 1 if args.warmup is None else args.warmup
-    repeats = 5 if args.repeats is None else args.repeats
+    # The first windows still fill the length buckets (76 of them at max_length 256), so three warm up.
+    warmup = 3 if args.warmup is None else args.warmup
+    repeats = 9 if args.repeats is None else args.repeats
     rates, real, padded = [], 0, 0
     load_before = os.getloadavg()
     for window in range(warmup + repeats):
