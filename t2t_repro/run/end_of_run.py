@@ -6,6 +6,7 @@ decoded with beam search (beam 4, alpha 0.6, max length input + 50 for translati
 
 from t2t_repro.run import jobs
 from t2t_repro.run.layout import RunLayout
+from t2t_repro.run.restore import restore_run
 from t2t_repro.safe_write import write_json
 
 
@@ -20,9 +21,10 @@ def finish_run(output_dir, training, average=True, test=True, export=True):
     checkpoint = None
     if average:
         checkpoint = report["averaged_checkpoint"] = jobs.average(output_dir)
+    run = restore_run(output_dir, checkpoint) if test or export else None  # one model for both
     if test:
-        report.update(jobs.decode_test_split(output_dir, checkpoint))
+        report.update(jobs.score_test_split(run))
     if export:
-        report["export"] = jobs.export(output_dir, checkpoint=checkpoint)
+        report["export"] = jobs.export_run(run)
     write_json(layout.report_file, report)
     return report

@@ -48,12 +48,16 @@ def decode_test_split(output_dir, checkpoint=None):
     EVALB scores), test_decoded.txt holds the decoded side in that form and test_gold.txt the gold side, so
     that the external tool (evalb.c with COLLINS.prm, or t2t-repro-evalb) on the two files gives the scores
     returned here."""
-    run = restore_run(output_dir, checkpoint)
+    return score_test_split(restore_run(output_dir, checkpoint))
+
+
+def score_test_split(run):
+    """`decode_test_split` for a run already restored (`restore_run`)."""
     pairs = run.problem.text_pairs("test", run.info.data_dir)
     sources = [source for source, _ in pairs]
     references = [reference for _, reference in pairs]
     settings = run.decode_settings()
-    print(f"decoding {len(sources)} test sentences with {os.path.relpath(run.checkpoint, output_dir)} "
+    print(f"decoding {len(sources)} test sentences with {os.path.relpath(run.checkpoint, run.layout.output_dir)} "
           f"({settings.describe()})", flush=True)
     hypotheses = decode_texts(sources, run.model, run.vocabulary, settings, run.problem.postprocess)
     evaluation_files = getattr(run.problem.scorer, "evaluation_files", None)
@@ -85,7 +89,11 @@ def export_description(run):
 def export(output_dir, export_dir=None, checkpoint=None, precision="float32", **settings_flags):
     """Exports a run as a new SavedModel version (default under output_dir/export) whose graph computes in
     `precision` (float32 by default, whatever the run trained in); returns its path."""
-    run = restore_run(output_dir, checkpoint, precision)
+    return export_run(restore_run(output_dir, checkpoint, precision), precision, export_dir, **settings_flags)
+
+
+def export_run(run, precision="float32", export_dir=None, **settings_flags):
+    """`export` for a run already restored (`restore_run`) to compute in `precision`."""
     settings = run.decode_settings(**settings_flags)
     return export_saved_model(run.model, run.vocabulary, settings, export_dir or run.layout.export_dir,
                               {**export_description(run), "serving_precision": precision})
