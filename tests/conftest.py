@@ -68,9 +68,7 @@ def run_cli(module, *args, timeout=600, **kwargs):
 
 def run_cli_in_process(module, *args):
     """As `run_cli` (same exit status, stdout and stderr), but runs the command's `_main` in this process, which
-    spares a TensorFlow start-up of seconds. Not for a trainer that restores a checkpoint: it names the
-    variables of dropout's random state by Keras's per-process counters, which only a fresh interpreter starts
-    as the run's first session did."""
+    spares a TensorFlow start-up of seconds."""
     from t2t_repro.cli.common import run_main
 
     main = importlib.import_module(f"t2t_repro.cli.{module}")._main

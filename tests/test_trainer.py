@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 import tensorflow as tf
-from conftest import TINY_RUN_FLAGS, run_cli
+from conftest import TINY_RUN_FLAGS, run_cli, run_cli_in_process
 
 
 def _scalar_tags(directory):
@@ -102,6 +102,48 @@ def test_sigkill_and_resume_reaches_the_same_weights(tiny_data_dir, tmp_path):
     assert "resumed from" in result.stdout
     _assert_same_weights(
         _weights(str(straight / "checkpoints" / "ckpt-16")), _weights(str(killed / "checkpoints" / "ckpt-16"))
+    )
+
+
+def test_a_second_session_in_the_same_process_resumes_to_the_same_weights(tiny_data_dir, tmp_path):
+    """Keras numbers dropout's seed generators per process, so the checkpoint keys them by their position in
+    the model: a run resumed in the process that started it (a notebook) goes on exactly."""
+    straight, twice = tmp_path / "straight", tmp_path / "twice"
+    assert run_cli_in_process("trainer", *_resume_flags(tiny_data_dir, straight)).returncode == 0
+    first = run_cli_in_process("trainer", *_resume_flags(tiny_data_dir, twice), "--train_steps=8")
+    assert first.returncode == 0, first.stderr
+    second = run_cli_in_process("trainer", *_resume_flags(tiny_data_dir, twice))
+    assert second.returncode == 0, second.stderr
+    assert "resumed from" in second.stdout
+    _assert_same_weights(
+        _weights(str(straight / "checkpoints" / "ckpt-16")), _weights(str(twice / "checkpoints" / "ckpt-16"))
+    )
+
+
+# A trainer that keys the random state by variable name, as checkpoints written before position keys were.
+_NAME_KEYED_TRAINER = """
+import sys
+from t2t_repro.cli import trainer
+from t2t_repro.train import trainer as trainer_module
+random_state = trainer_module.random_state
+trainer_module.random_state = lambda model, by_name=False: random_state(model, by_name=True)
+sys.argv[0] = "trainer"
+trainer.main()
+"""
+
+
+def test_a_checkpoint_with_the_random_state_keyed_by_name_resumes_exactly(tiny_data_dir, tmp_path):
+    straight, older = tmp_path / "straight", tmp_path / "older"
+    assert run_cli("trainer", *_resume_flags(tiny_data_dir, straight)).returncode == 0
+    first = subprocess.run([sys.executable, "-c", _NAME_KEYED_TRAINER, *_resume_flags(tiny_data_dir, older),
+                            "--train_steps=8"], capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr
+    names = [name for name, _ in tf.train.list_variables(str(older / "checkpoints" / "ckpt-8"))]
+    assert any(name.startswith("rng/seed_generator") for name in names)
+    resumed = run_cli("trainer", *_resume_flags(tiny_data_dir, older))
+    assert resumed.returncode == 0, resumed.stderr
+    _assert_same_weights(
+        _weights(str(straight / "checkpoints" / "ckpt-16")), _weights(str(older / "checkpoints" / "ckpt-16"))
     )
 
 

@@ -57,6 +57,14 @@ def accumulation_steps(options, hparams, replicas):
     return max(1, math.ceil(batch_tokens / (replicas * device_tokens)))
 
 
+def random_state(model, by_name=False):
+    """The model's random state (dropout's seed generators) as the checkpoint holds it: keyed by position in
+    the model, which is the same in every process; `by_name`: keyed by variable name, as checkpoints written
+    before held it (Keras numbers the names per process, so those resume only in a fresh process)."""
+    variables = model.non_trainable_variables
+    return {v.path: v for v in variables} if by_name else {str(i): v for i, v in enumerate(variables)}
+
+
 class Trainer:
     """Trains (or resumes) one model for `hparams` on a problem's train split.
 
@@ -104,7 +112,7 @@ class Trainer:
         )
         self.iterator = iter(self.batches)
         # Dropout's random state lives in non-trainable seed-generator variables; saving them makes resume exact.
-        rng_state = {v.path: v for v in self.model.non_trainable_variables}
+        rng_state = random_state(self.model)
         # Training time summed over every session of the run (for Table 2's cost estimate).
         self.train_seconds = tf.Variable(0.0, dtype=tf.float64, trainable=False)
         # The optimizer's own state is the same in every precision, so that checkpoints interchange; float16
@@ -175,13 +183,14 @@ class Trainer:
         the input position when it was saved by another version of the input pipeline, which cannot read it:
         the input then starts again from the beginning of its (seeded) order, and says so."""
         state = dict(self.checkpoint_state)
-        if "loss_scale" in state:
-            try:
-                names = [name for name, _ in tf.train.list_variables(prefix)]
-            except RESTORE_ERRORS:
-                names = None  # damaged: restoring it reports the damage
-            if names is not None and not any(name.startswith("loss_scale/") for name in names):
-                del state["loss_scale"]
+        try:
+            names = [name for name, _ in tf.train.list_variables(prefix)]
+        except RESTORE_ERRORS:
+            names = None  # damaged: restoring it reports the damage
+        if names is not None and "loss_scale" in state and not any(name.startswith("loss_scale/") for name in names):
+            del state["loss_scale"]
+        if names is not None and any(name.startswith("rng/seed_generator") for name in names):
+            state["rng"] = random_state(self.model, by_name=True)
         try:
             tf.train.Checkpoint(**state).restore(prefix).assert_existing_objects_matched()
         except RESTORE_ERRORS as error:
