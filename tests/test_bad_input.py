@@ -1,6 +1,7 @@
 """Bad input through the command lines: one line on stderr and exit status 2, never a traceback, never a
 silent wrong result, and nothing already written changed."""
 
+import hashlib
 import json
 import os
 import shutil
@@ -150,6 +151,30 @@ def test_a_damaged_run_json_is_one_line_for_the_decoder_and_the_exporter(serving
         status = run_main(exporter._main, [f"--output_dir={run}", f"--export_dir={tmp_path / 'export'}"])
     assert status == 2
     _one_line_error(capsys, message)
+    assert not (tmp_path / "out.txt").exists() and not (tmp_path / "export").exists()
+
+
+def test_a_vocabulary_other_than_the_recorded_one_is_refused_by_every_tool(serving_run, tiny_data_dir, tmp_path,
+                                                                          capsys):
+    recorded = RunLayout(serving_run).load_info().vocabulary_sha256
+    vocabulary_file = tiny_data_dir / "wmt_ende" / "vocab.model"
+    assert recorded == hashlib.sha256(vocabulary_file.read_bytes()).hexdigest()
+    run = copy_run(serving_run, tmp_path)
+    info = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**info, "vocabulary_sha256": "0" * 64}))  # as if the data changed
+    checkpoints = sorted(os.listdir(run / "checkpoints"))
+    source = tmp_path / "source.txt"
+    source.write_text("the cat\n")
+    message = "vocabulary in"
+    assert run_main(decoder._main, [f"--output_dir={run}", f"--decode_from_file={source}",
+                                    f"--decode_to_file={tmp_path / 'out.txt'}", "--quiet"]) == 2
+    _one_line_error(capsys, message, "is not the one this run trained with")
+    assert run_main(exporter._main, [f"--output_dir={run}", f"--export_dir={tmp_path / 'export'}"]) == 2
+    _one_line_error(capsys, message)
+    restart = run_cli_in_process("trainer", *TINY_RUN_FLAGS, "--train_steps=2", f"--data_dir={tiny_data_dir}",
+                                 f"--output_dir={run}")
+    assert restart.returncode == 2 and message in restart.stderr.strip().splitlines()[-1], restart.stderr
+    assert sorted(os.listdir(run / "checkpoints")) == checkpoints
     assert not (tmp_path / "out.txt").exists() and not (tmp_path / "export").exists()
 
 

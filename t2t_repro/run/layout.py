@@ -13,6 +13,7 @@
 """
 
 import dataclasses
+import hashlib
 import json
 import os
 
@@ -37,6 +38,23 @@ class RunInfo:
     command_line: tuple = ()
     # What the latest session trains on and how: device model and kind, devices, precision, TF32, XLA.
     environment: dict = dataclasses.field(default_factory=dict)
+    # sha256 of the vocabulary model the run trains with ("": not recorded, runs made before it was).
+    vocabulary_sha256: str = ""
+
+
+def vocabulary_sha256(vocabulary):
+    """sha256 of a Vocabulary's SentencePiece model: which vocabulary, whatever file it was read from."""
+    return hashlib.sha256(vocabulary.serialized_model).hexdigest()
+
+
+def check_vocabulary(info, vocabulary, data_dir):
+    """Raises UserError when `vocabulary` (read from `data_dir`) is not the one the run recorded: its ids would
+    mean other pieces, and every output would be wrong without a word."""
+    found = vocabulary_sha256(vocabulary)
+    if info.vocabulary_sha256 and info.vocabulary_sha256 != found:
+        raise UserError(f"the {info.problem} vocabulary in {data_dir} is not the one this run trained with "
+                        f"(sha256 {found[:12]}..., the run recorded {info.vocabulary_sha256[:12]}...); give the "
+                        "run its own data (--data_dir) or a new --output_dir")
 
 
 class RunLayout:
@@ -101,6 +119,8 @@ class RunLayout:
             wrong.append("command_line")
         if not isinstance(values.get("environment", {}), dict):
             wrong.append("environment")
+        if not isinstance(values.get("vocabulary_sha256", ""), str):
+            wrong.append("vocabulary_sha256")
         if wrong:
             raise UserError(f"{self.info_file} is not a t2t-repro run description: {', '.join(wrong)} must be "
                             "text (command_line: a list of text; environment: an object)")

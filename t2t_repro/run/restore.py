@@ -8,7 +8,7 @@ from t2t_repro import catalog
 from t2t_repro.errors import UserError
 from t2t_repro.hparams_type import HParams
 from t2t_repro.model import build_transformer, half_precision_weights
-from t2t_repro.run.layout import RunInfo, RunLayout
+from t2t_repro.run.layout import RunInfo, RunLayout, check_vocabulary
 from t2t_repro.train.checkpoints import restore_model
 from t2t_repro.train.precision import configure_tf32
 
@@ -43,6 +43,7 @@ def restore_run(output_dir, checkpoint=None, precision="float32"):
     hparams = layout.load_hparams()
     problem = catalog.get_problem(info.problem)
     vocabulary = problem.vocabulary(info.data_dir)
+    check_vocabulary(info, vocabulary, info.data_dir)
     checkpoint = checkpoint or layout.latest_checkpoint()
     if not checkpoint:
         raise UserError(f"no checkpoint in {output_dir}; train first with t2t-repro-trainer")

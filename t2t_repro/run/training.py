@@ -20,7 +20,7 @@ from t2t_repro.hparams_type import apply_overrides
 from t2t_repro.run.data import prepare_data
 from t2t_repro.run.dev_evaluation import DevEvaluator
 from t2t_repro.run.end_of_run import finish_run
-from t2t_repro.run.layout import RunInfo, RunLayout
+from t2t_repro.run.layout import RunInfo, RunLayout, check_vocabulary, vocabulary_sha256
 from t2t_repro.train.trainer import Trainer
 
 
@@ -49,9 +49,13 @@ def train_run(config, options, datagen=DatagenOptions()):
     problem.check_max_length(data_dir, hparams.max_length)
     evaluator = None
     if trainer.chief:
+        vocabulary = problem.vocabulary(data_dir)
+        if os.path.exists(layout.info_file):  # a restart: its checkpoints were trained on the recorded vocabulary
+            check_vocabulary(layout.load_info(), vocabulary, data_dir)
+        info = dataclasses.replace(info, vocabulary_sha256=vocabulary_sha256(vocabulary))
         layout.record(hparams, info, config.allow_precision_change)
         evaluator = DevEvaluator(
-            problem, problem.vocabulary(data_dir), data_dir, hparams.label_smoothing, trainer.micro_batch_tokens,
+            problem, vocabulary, data_dir, hparams.label_smoothing, trainer.micro_batch_tokens,
             config.eval_decode_sentences, layout.dev_summary_dir,
         )
     training = trainer.train(
