@@ -43,15 +43,19 @@ class RunInfo:
 
 
 def vocabulary_sha256(vocabulary):
-    """sha256 of a Vocabulary's SentencePiece model: which vocabulary, whatever file it was read from."""
-    return hashlib.sha256(vocabulary.serialized_model).hexdigest()
+    """sha256 of a Vocabulary's SentencePiece model: which vocabulary, whatever file it was read from ("" for a
+    vocabulary of another kind, which is then not checked)."""
+    model = getattr(vocabulary, "serialized_model", None)
+    return hashlib.sha256(model).hexdigest() if model is not None else ""
 
 
 def check_vocabulary(info, vocabulary, data_dir):
     """Raises UserError when `vocabulary` (read from `data_dir`) is not the one the run recorded: its ids would
     mean other pieces, and every output would be wrong without a word."""
+    if not info.vocabulary_sha256:
+        return
     found = vocabulary_sha256(vocabulary)
-    if info.vocabulary_sha256 and info.vocabulary_sha256 != found:
+    if info.vocabulary_sha256 != found:
         raise UserError(f"the {info.problem} vocabulary in {data_dir} is not the one this run trained with "
                         f"(sha256 {found[:12]}..., the run recorded {info.vocabulary_sha256[:12]}...); give the "
                         "run its own data (--data_dir) or a new --output_dir")
