@@ -12,9 +12,7 @@ for any number. The last line printed is a one-line summary.
 
 import sys
 
-from t2t_repro.cli.common import (
-    ArgumentParser, add_settings_flags, quiet_tensorflow, run_main, settings_values,
-)
+from t2t_repro.cli.common import ArgumentParser, add_settings_flags, quiet_tensorflow, run_main, settings_from_flags
 from t2t_repro.data.datagen_options import DatagenOptions
 
 _TRAINER_ONLY = ("data_wait_minutes",)
@@ -33,7 +31,7 @@ def build_parser():
 def _main(argv):
     args = build_parser().parse_args(argv)
     quiet_tensorflow()
-    options = DatagenOptions(**{k: v for k, v in settings_values(args, DatagenOptions).items() if v is not None})
+    options = settings_from_flags(args, DatagenOptions)
     from t2t_repro.run.data import generate_data
 
     print(generate_data(args.problem, args.data_dir, args.tmp_dir, args.manual_dir, options), flush=True)
