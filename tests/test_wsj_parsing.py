@@ -155,9 +155,8 @@ def test_test_split_leaves_canonical_gold_and_decoded_files_that_evalb_scores_as
         decode_settings=lambda: PARSING_DECODE_SETTINGS, layout=RunLayout(out), checkpoint=str(out / "ckpt-1"))
     # A truncated output (repaired onto the words) and a failed one (nothing).
     hypotheses = [problem.postprocess(" ".join(pairs[0][1].split()[:6]), pairs[0][0]), ""]
-    monkeypatch.setattr(jobs, "restore_run", lambda output_dir, checkpoint: run)
     monkeypatch.setattr(jobs, "decode_texts", lambda sources, *args: hypotheses)
-    report = jobs.decode_test_split(out)
+    report = jobs.decode_test_split(run)
 
     gold = (out / "test_gold.txt").read_text().splitlines()
     decoded = (out / "test_decoded.txt").read_text().splitlines()

@@ -23,7 +23,7 @@ def finish_run(output_dir, training, average=True, test=True, export=True):
         checkpoint = report["averaged_checkpoint"] = jobs.average(output_dir)
     run = restore_run(output_dir, checkpoint) if test or export else None  # one model for both
     if test:
-        report.update(jobs.score_test_split(run))
+        report.update(jobs.decode_test_split(run))
     if export:
         report["export"] = jobs.export_run(run)
     write_json(layout.report_file, report)

@@ -41,18 +41,14 @@ def run_decoder(output_dir, checkpoint=None, precision="float32", **settings_fla
                        run.checkpoint)
 
 
-def decode_test_split(output_dir, checkpoint=None):
-    """Decodes the test split with the problem's defaults into test_decoded.txt; returns its scores.
+def decode_test_split(run):
+    """Decodes the test split of a restored run (`restore_run`) with the problem's defaults into
+    test_decoded.txt; returns its scores.
 
     When the problem's scorer scores a canonical form of the texts (`evaluation_files`: parsing, whose trees
     EVALB scores), test_decoded.txt holds the decoded side in that form and test_gold.txt the gold side, so
     that the external tool (evalb.c with COLLINS.prm, or t2t-repro-evalb) on the two files gives the scores
     returned here."""
-    return score_test_split(restore_run(output_dir, checkpoint))
-
-
-def score_test_split(run):
-    """`decode_test_split` for a run already restored (`restore_run`)."""
     pairs = run.problem.text_pairs("test", run.info.data_dir)
     sources = [source for source, _ in pairs]
     references = [reference for _, reference in pairs]
