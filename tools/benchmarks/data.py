@@ -158,8 +158,7 @@ def _checkpoint_round_trip(dataset, iterator):
     return seconds, size, same
 
 
-def _pipeline(problem, data_dir, hparams, args):
-    batch_tokens = args.batch_tokens or hparams.batch_tokens
+def _pipeline(problem, data_dir, hparams, batch_tokens, args):
     dataset = token_batches(problem.dataset("train", data_dir, hparams.max_length), batch_tokens,
                             hparams.max_length, shuffle=True, seed=1, repeat=True,
                             bucket_growth=hparams.bucket_growth)
@@ -215,5 +214,5 @@ def run(args):
         results = _datagen(problem, data_dir, args.tmp_dir, args.manual_dir, args.workers)
         batch_tokens = args.batch_tokens or hparams.batch_tokens
         progress(f"{problem.name}: timing the input pipeline at batch_tokens={batch_tokens}")
-        results += _pipeline(problem, data_dir, hparams, args)
+        results += _pipeline(problem, data_dir, hparams, batch_tokens, args)
     return results

@@ -24,8 +24,9 @@ sources, to the same output length, at the same beam; --peer tensorflow times th
 turns with it (the target: int8 at least 1.7 times as fast).
 
 The TensorFlow search computes in --precision (default the hparams'; e.g. mixed_bfloat16, as
-t2t-repro-decoder --serving_precision=mixed_bfloat16 does, with its weights cast to bfloat16 once). --peer float32 times the same weights decoding in
-float32 in turns with it: the speed-up of decoding in mixed precision.
+t2t-repro-decoder --serving_precision=mixed_bfloat16 does, with its weights cast to bfloat16 once). --peer
+float32 times the same weights decoding in float32 in turns with it: the speed-up of decoding in mixed
+precision.
 
     python tools/benchmark.py --suite decode [--hparams transformer_base] [--peer keras_hub] [--json]
     python tools/benchmark.py --suite decode --precision mixed_bfloat16 --peer float32 --json
@@ -151,11 +152,10 @@ def _keras_hub_calls(hparams, vocab_size, inputs, args):
     return calls, errors
 
 
-def _float32_call(model, hparams, vocab_size, inputs, beam_size, extra_length):
+def _float32_call(model, hparams, vocab_size, inputs, settings):
     """A call of the cached search over `model`'s weights computing in float32 (the --peer float32)."""
     float32_model = build_transformer(hparams, vocab_size, precision="float32")
     float32_model.set_weights(model.get_weights())
-    settings = DecodeSettings(beam_size=beam_size, alpha=0.6, extra_length=extra_length)
     search = compiled_search(float32_model, settings, use_cache=True, eos_id=NO_EOS)
     progress("decode: tracing the float32 search")
     search(inputs)
@@ -204,9 +204,9 @@ def run(args):
     if args.peer == "tensorflow" and args.engine != "ctranslate2":
         raise UserError("--peer tensorflow is the peer of --engine ctranslate2")
     calls = {}
+    settings = DecodeSettings(beam_size=args.beam_size, alpha=0.6, extra_length=extra_length)
     for use_cache in (True, False) if args.engine == "tensorflow" else (True,):
         label = "cached" if use_cache else "uncached"
-        settings = DecodeSettings(beam_size=args.beam_size, alpha=0.6, extra_length=extra_length)
         search = compiled_search(served, settings, use_cache=use_cache, eos_id=NO_EOS)
         progress(f"decode: tracing the {label} search")
         ids, _ = search(inputs)  # also checks that the search really generates output_length tokens
@@ -214,7 +214,7 @@ def run(args):
             raise RuntimeError(f"{label} search produced {ids.shape[-1]} tokens, not {args.output_length}")
         calls[label] = lambda search=search: search(inputs)
     if args.peer == "float32":
-        calls["float32"] = _float32_call(model, hparams, vocab_size, inputs, args.beam_size, extra_length)
+        calls["float32"] = _float32_call(model, hparams, vocab_size, inputs, settings)
     if args.engine == "ctranslate2":
         return run_ctranslate2(args, model, inputs.numpy(), calls["cached"], config, warmup, repeats)
     if args.peer == "keras_hub" and importlib.util.find_spec("keras_hub") is None:
