@@ -141,7 +141,8 @@ def test_batches_are_exactly_the_reference_bucketing(shards, batch_tokens, max_l
 
 
 def test_padding_efficiency_on_realistic_lengths(shards):
-    batches = token_batches(_dataset(shards, MAX_LENGTH), BATCH_TOKENS, MAX_LENGTH, shuffle=True, seed=1).as_numpy_iterator()
+    batches = token_batches(_dataset(shards, MAX_LENGTH), BATCH_TOKENS, MAX_LENGTH, shuffle=True, seed=1)
+    batches = batches.as_numpy_iterator()
     assert padding_efficiency(batches) >= 0.85
 
 
@@ -156,7 +157,8 @@ def _first_batches(dataset, count):
 
 def test_seeded_shuffle_is_reproducible_and_seed_dependent(shards):
     def run(seed):
-        batches = token_batches(_dataset(shards, 64), 512, 64, shuffle=True, seed=seed, repeat=True, shuffle_buffer=1000)
+        batches = token_batches(_dataset(shards, 64), 512, 64, shuffle=True, seed=seed, repeat=True,
+                                shuffle_buffer=1000)
         return _first_batches(batches, 8)
 
     assert run(7) == run(7)

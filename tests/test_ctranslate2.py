@@ -26,7 +26,8 @@ EXTRA_LENGTH = 6
 def sources(parallel_text_dir):
     """The tiny corpus' train and test sources, and lines the decoders must treat alike: empty, padded with
     whitespace, outside the vocabulary's characters, and longer than max_length (truncated)."""
-    lines = [(parallel_text_dir / f"{split}.en").read_text(encoding="utf-8").splitlines() for split in ("train", "test")]
+    lines = [(parallel_text_dir / f"{split}.en").read_text(encoding="utf-8").splitlines()
+             for split in ("train", "test")]
     long_line = " ".join(["the big red car sees the small old tree"] * 5)
     return lines[0] + lines[1] + ["", "  the cat runs \u3000", "Grüße aus Köln, 漢字 ✓", long_line]
 

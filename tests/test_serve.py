@@ -129,7 +129,8 @@ def test_row_columnar_named_and_base64_forms(server, sentences, direct):
 
 
 def test_ids_signature_takes_and_returns_token_ids(server):
-    ids = server.served_model.backend.loaded.signatures["ids"](inputs=tf.constant([[5, 6, 7, 1], [8, 1, 0, 0]], tf.int32))
+    ids_signature = server.served_model.backend.loaded.signatures["ids"]
+    ids = ids_signature(inputs=tf.constant([[5, 6, 7, 1], [8, 1, 0, 0]], tf.int32))
     expected = [[int(t) for t in row if t != 0] for row in ids["outputs"].numpy()]
     status, answer = _request(server, "POST", PREDICT, {"signature_name": "ids", "instances": [[5, 6, 7, 1], [8, 1]]})
     assert status == 200

@@ -20,8 +20,8 @@ import sys
 import time
 
 from t2t_repro.cli.common import (
-    ArgumentParser, add_settings_flags, ctranslate2_jobs, quiet_tensorflow, run_main, settings_from_flags, settings_values,
-    show_info_logs,
+    ArgumentParser, add_settings_flags, ctranslate2_jobs, quiet_tensorflow, run_main, settings_from_flags,
+    settings_values, show_info_logs,
 )
 from t2t_repro.decode_settings import DecodeSettings
 from t2t_repro.errors import UserError
@@ -47,7 +47,8 @@ def build_parser():
     add("--checkpoint", help="tensorflow engine: checkpoint prefix to decode with (default: the run's newest)")
     add_settings_flags(parser, EngineSettings)
     add_settings_flags(parser, DecodeSettings)
-    add("--batch_size", type=int, default=DEFAULT_BATCH_SIZE, help=f"sentences per batch (default {DEFAULT_BATCH_SIZE})")
+    add("--batch_size", type=int, default=DEFAULT_BATCH_SIZE,
+        help=f"sentences per batch (default {DEFAULT_BATCH_SIZE})")
     add("--quiet", action="store_true", help="no progress bar")
     return parser
 

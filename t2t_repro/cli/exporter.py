@@ -18,7 +18,8 @@ import json
 import sys
 
 from t2t_repro.cli.common import (
-    ArgumentParser, add_settings_flags, ctranslate2_jobs, quiet_tensorflow, run_main, settings_from_flags, settings_values,
+    ArgumentParser, add_settings_flags, ctranslate2_jobs, quiet_tensorflow, run_main, settings_from_flags,
+    settings_values,
 )
 from t2t_repro.decode_settings import DecodeSettings
 from t2t_repro.serve.options import CTRANSLATE2, ExportSettings
