@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from t2t_repro.model.dropout import Dropout
+
 # Added to the logits of masked positions. Large enough that exp() underflows to exactly 0 in float32, the
 # paper's "set to -inf" without producing NaN for a row whose every key is masked.
 MASK_VALUE = -1e9
@@ -114,7 +116,7 @@ class MultiHeadAttention(keras.layers.Layer):
             self.q_dense = keras.layers.Dense(num_heads * d_k, name="q", **dense)
             self.kv_dense = keras.layers.Dense(keys_values, name="kv", **dense)
         self.output_dense = keras.layers.Dense(d_model, name="output", **dense)
-        self.weights_dropout = keras.layers.Dropout(attention_dropout, dtype="float32")  # on float32 weights
+        self.weights_dropout = Dropout(attention_dropout, dtype="float32")  # on float32 weights
 
     def _split_heads(self, x, depth):
         """[batch, length, h * depth] -> [batch, h, length, depth]."""

@@ -2,6 +2,8 @@
 
 import keras
 
+from t2t_repro.model.dropout import Dropout
+
 
 class FeedForward(keras.layers.Layer):
     """FFN(x) = max(0, x W1 + b1) W2 + b2, applied to each position separately (section 3.3, equation 2).
@@ -22,7 +24,7 @@ class FeedForward(keras.layers.Layer):
         self.d_ff = d_ff
         self.relu_dropout = relu_dropout
         self.inner = keras.layers.Dense(d_ff, activation="relu", name="inner", dtype=self.dtype_policy)
-        self.dropout = keras.layers.Dropout(relu_dropout, dtype=self.dtype_policy)
+        self.dropout = Dropout(relu_dropout, dtype=self.dtype_policy)
         self.outer = keras.layers.Dense(d_model, name="outer", dtype=self.dtype_policy)
 
     def call(self, x, training=None):

@@ -4,6 +4,7 @@ import keras
 
 from t2t_repro.model.attention import MultiHeadAttention, call_outputs
 from t2t_repro.model.config import HParamsConfig
+from t2t_repro.model.dropout import Dropout
 from t2t_repro.model.feed_forward import FeedForward
 from t2t_repro.model.layer_norm import LayerNormalization
 
@@ -33,7 +34,7 @@ class SublayerConnection(keras.layers.Layer):
         self.norm_placement = norm_placement
         self.layer_norm_epsilon = layer_norm_epsilon
         self.norm = LayerNormalization(epsilon=layer_norm_epsilon, name="norm", dtype=self.dtype_policy)
-        self.residual_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.residual_dropout = Dropout(dropout, dtype=self.dtype_policy)
 
     def call(self, x, sublayer, training=None):
         if self.norm_placement == "pre":

@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from t2t_repro.model.attention import causal_bias, padding_bias
 from t2t_repro.model.config import HParamsConfig
+from t2t_repro.model.dropout import Dropout
 from t2t_repro.model.embedding import PositionEncoding, TokenEmbedding
 from t2t_repro.model.layer_norm import LayerNormalization
 from t2t_repro.model.layers import DecoderLayer, EncoderLayer
@@ -69,8 +70,8 @@ class Transformer(HParamsConfig, keras.Model):
         positions = (d_model, hparams.position_encoding, hparams.max_position)
         self.source_positions = PositionEncoding(*positions, name="source_positions", **sublayer)
         self.target_positions = PositionEncoding(*positions, name="target_positions", **sublayer)
-        self.source_dropout = keras.layers.Dropout(hparams.dropout, **sublayer)
-        self.target_dropout = keras.layers.Dropout(hparams.dropout, **sublayer)
+        self.source_dropout = Dropout(hparams.dropout, **sublayer)
+        self.target_dropout = Dropout(hparams.dropout, **sublayer)
         # Tuples, not lists: tf.train.Checkpoint does not see into the lists Keras 3 tracks, but does into tuples.
         self.encoder_layers = tuple(
             EncoderLayer(hparams, name=f"encoder_{i}", **sublayer) for i in range(hparams.num_layers)
