@@ -6,7 +6,13 @@ import pytest
 import tensorflow as tf
 
 from t2t_repro import catalog
-from t2t_repro.train.loss import label_smoothed_cross_entropy, projected_label_smoothed_cross_entropy
+from t2t_repro.train.loss import (
+    MASK_VALUE,
+    _half_softmax_statistics,
+    _softmax_statistics,
+    label_smoothed_cross_entropy,
+    projected_label_smoothed_cross_entropy,
+)
 from t2t_repro.train.optimizer import make_optimizer
 from t2t_repro.train.schedule import NoamSchedule, paper_learning_rate
 
@@ -107,6 +113,22 @@ def test_projected_loss_equals_loss_of_projected_logits(eps):
         np.testing.assert_allclose(tape.gradient(total, variable), tape.gradient(reference, variable), atol=2e-6)
     assert np.any(tape.gradient(total, matrix).numpy()[3])
 
+
+
+@pytest.mark.parametrize("half", [tf.bfloat16, tf.float16])
+@pytest.mark.parametrize("padding", [0, 7])
+def test_mixed_precision_softmax_statistics_equal_the_float32_ones(half, padding):
+    # Under mixed precision the statistics are one XLA-compiled function; they must be the float32 statistics
+    # of the half-precision logits (padding rows masked), with exp(z - max z) rounded to the half type.
+    logits = tf.cast(tf.random.stateless_normal([64, 300], seed=[5, 6]) * 4, half)
+    row_bias = tf.concat([tf.zeros([300 - padding]), tf.fill([padding], MASK_VALUE)], axis=0)
+    factor, normalizer, log_normalizer = _half_softmax_statistics(logits, row_bias)
+    expected = _softmax_statistics(tf.cast(logits, tf.float32) + row_bias)
+    assert factor.dtype == half
+    np.testing.assert_array_equal(factor.numpy(), tf.cast(expected[0], half).numpy())
+    np.testing.assert_allclose(normalizer, expected[1], rtol=1e-6)
+    np.testing.assert_allclose(log_normalizer, expected[2], rtol=1e-6)
+    assert not np.any(factor.numpy()[:, 300 - padding:])
 
 def test_no_smoothing_is_plain_cross_entropy():
     logits = tf.random.normal([2, 3, 5])

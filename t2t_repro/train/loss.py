@@ -73,6 +73,19 @@ def _softmax_statistics(logits):
     return shifted_exp, normalizer, tf.math.log(normalizer) + row_max[:, 0]
 
 
+@tf.function(jit_compile=True)
+def _half_softmax_statistics(half_logits, row_bias):
+    """`_softmax_statistics(float32(half_logits) + row_bias)` with exp(z - max z) returned in half_logits' dtype,
+    the factor of both backward products under mixed precision.
+
+    The statistics are float32 as in `_softmax_statistics`. XLA fuses the casts, the max, the exp and the sum
+    into about two passes over the half-precision logits; as separate TensorFlow ops they make six, four of
+    them over a float32 [tokens, vocab] tensor.
+    """
+    shifted_exp, normalizer, log_normalizer = _softmax_statistics(tf.cast(half_logits, tf.float32) + row_bias)
+    return tf.cast(shifted_exp, half_logits.dtype), normalizer, log_normalizer
+
+
 def _smoothed_token_losses(logits, labels, smoothing):
     """-sum_k q(k) log softmax(z)(k) per row of logits [tokens, vocab], with its gradient written by hand.
 
@@ -112,8 +125,10 @@ def _projected_token_losses(states, matrix, labels, smoothing, padding=0):
     left it. The [tokens, vocab] gradient of the logits, three elementwise passes over it and its scatter are
     never made, and mean_k(z) is x . mean_k(E_k) instead of a pass over the logits.
 
-    The three products take x's dtype (mixed precision); everything else is float32. The last `padding` rows
-    of E are masked out of the softmax (S is 0 there) and out of the smoothing's mean and its gradient.
+    The three products take x's dtype (mixed precision); everything else is float32. Under mixed precision the
+    softmax statistics are one XLA-compiled function (`_half_softmax_statistics`), which also gives S in x's
+    dtype for the backward products. The last `padding` rows of E are masked out of the softmax (S is 0 there)
+    and out of the smoothing's mean and its gradient.
     """
     compute_dtype = states.dtype
 
@@ -123,12 +138,17 @@ def _projected_token_losses(states, matrix, labels, smoothing, padding=0):
     @tf.custom_gradient
     def token_losses(x_in, embedding_matrix):
         x = tf.cast(x_in, tf.float32)
-        logits = product(x_in, embedding_matrix, transpose_b=True)
         real_rows = embedding_matrix
+        row_bias = 0.0
         if padding:
             real_rows = embedding_matrix[:-padding]
-            logits += tf.concat([tf.zeros([tf.shape(real_rows)[0]]), tf.fill([padding], MASK_VALUE)], axis=0)
-        shifted_exp, normalizer, log_normalizer = _softmax_statistics(logits)
+            row_bias = tf.concat([tf.zeros([tf.shape(real_rows)[0]]), tf.fill([padding], MASK_VALUE)], axis=0)
+        logits = tf.matmul(x_in, tf.cast(embedding_matrix, compute_dtype), transpose_b=True)
+        if compute_dtype == tf.float32:
+            # exp(z - max z) is also the factor of both backward products.
+            exp_factor, normalizer, log_normalizer = _softmax_statistics(logits + row_bias if padding else logits)
+        else:
+            exp_factor, normalizer, log_normalizer = _half_softmax_statistics(logits, row_bias)
         label_rows = tf.gather(embedding_matrix, labels)
         mean_row = tf.reduce_mean(real_rows, axis=0)
         loss = (
@@ -141,7 +161,7 @@ def _projected_token_losses(states, matrix, labels, smoothing, padding=0):
             row_scale = (upstream / normalizer)[:, tf.newaxis]
             upstream = upstream[:, tf.newaxis]
             dx = (
-                row_scale * product(shifted_exp, embedding_matrix)
+                row_scale * product(exp_factor, embedding_matrix)
                 - (1.0 - smoothing) * upstream * label_rows
                 - smoothing * upstream * mean_row
             )
@@ -150,7 +170,7 @@ def _projected_token_losses(states, matrix, labels, smoothing, padding=0):
             smoothing_part = (smoothing / vocab_size) * tf.reduce_sum(weighted_x, axis=0)
             if padding:
                 smoothing_part = tf.pad(tf.broadcast_to(smoothing_part, tf.shape(real_rows)), [[0, padding], [0, 0]])
-            d_matrix = product(shifted_exp, row_scale * x, transpose_a=True) - smoothing_part
+            d_matrix = product(exp_factor, row_scale * x, transpose_a=True) - smoothing_part
             d_matrix = tf.tensor_scatter_nd_sub(d_matrix, labels[:, tf.newaxis], (1.0 - smoothing) * weighted_x)
             return tf.cast(dx, compute_dtype), d_matrix
 
