@@ -1,5 +1,7 @@
 """Distribution and accumulation are exact: the same global batch gives the same loss and update."""
 
+import dataclasses
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -36,9 +38,9 @@ def _reference_weights():
     return model.get_weights()
 
 
-def _run(strategy, batches, accumulation_steps):
+def _run(strategy, batches, accumulation_steps, hparams=HPARAMS):
     with strategy.scope():
-        model = Transformer(HPARAMS, 30)
+        model = Transformer(hparams, 30)
         model({"inputs": WHOLE["inputs"], "targets": WHOLE["targets"]})
         model.set_weights(_reference_weights())
         # Plain SGD: the update is the gradient itself, so equal weights mean equal gradients.
@@ -64,6 +66,17 @@ def test_two_devices_equal_one_device_on_the_same_global_batch():
     two = _run(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]), [HALF_A, HALF_B], 1)
     _assert_same(one, two)
     assert not np.allclose(one[2][0], _reference_weights()[0]), "the step must change the weights"
+
+
+def test_two_devices_equal_one_device_under_mixed_bfloat16():
+    # The mixed-precision loss (its softmax statistics one XLA-compiled function) under MirroredStrategy.
+    hparams = dataclasses.replace(HPARAMS, precision="mixed_bfloat16")
+    one = _run(tf.distribute.OneDeviceStrategy("/cpu:0"), [WHOLE], 1, hparams)
+    two = _run(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]), [HALF_A, HALF_B], 1, hparams)
+    assert one[1] == two[1]
+    assert abs(one[0] - two[0]) < 1e-5
+    for a, b in zip(one[2], two[2]):
+        np.testing.assert_allclose(a, b, atol=4e-3)  # gradients rounded to bf16 (8 bits) in other orders
 
 
 def test_accumulated_micro_batches_equal_one_larger_batch():
