@@ -79,8 +79,9 @@ def _half_softmax_statistics(half_logits, row_bias):
     the factor of both backward products under mixed precision.
 
     The statistics are float32 as in `_softmax_statistics`. XLA fuses the casts, the max, the exp and the sum
-    into about two passes over the half-precision logits; as separate TensorFlow ops they make six, four of
-    them over a float32 [tokens, vocab] tensor.
+    into about two passes over the half-precision logits. As separate TensorFlow ops they were seven passes over
+    [tokens, vocab]: a cast to float32, the max, the subtraction, the exp, the sum, and a cast back to the half
+    type for each backward product. XLA compiles it once per batch shape.
     """
     shifted_exp, normalizer, log_normalizer = _softmax_statistics(tf.cast(half_logits, tf.float32) + row_bias)
     return tf.cast(shifted_exp, half_logits.dtype), normalizer, log_normalizer
