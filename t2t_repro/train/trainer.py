@@ -187,10 +187,11 @@ class Trainer:
             names = [name for name, _ in tf.train.list_variables(prefix)]
         except RESTORE_ERRORS:
             names = None  # damaged: restoring it reports the damage
-        if names is not None and "loss_scale" in state and not any(name.startswith("loss_scale/") for name in names):
-            del state["loss_scale"]
-        if names is not None and any(name.startswith("rng/seed_generator") for name in names):
-            state["rng"] = random_state(self.model, by_name=True)
+        if names is not None:
+            if "loss_scale" in state and not any(name.startswith("loss_scale/") for name in names):
+                del state["loss_scale"]
+            if any(name.startswith("rng/seed_generator") for name in names):
+                state["rng"] = random_state(self.model, by_name=True)
         try:
             tf.train.Checkpoint(**state).restore(prefix).assert_existing_objects_matched()
         except RESTORE_ERRORS as error:
