@@ -144,7 +144,8 @@ def _projected_token_losses(states, matrix, labels, smoothing, padding=0):
         if padding:
             real_rows = embedding_matrix[:-padding]
             row_bias = tf.concat([tf.zeros([tf.shape(real_rows)[0]]), tf.fill([padding], MASK_VALUE)], axis=0)
-        logits = tf.matmul(x_in, tf.cast(embedding_matrix, compute_dtype), transpose_b=True)
+        compute_matrix = tf.cast(embedding_matrix, compute_dtype)  # cast once for the forward and dx products
+        logits = tf.matmul(x_in, compute_matrix, transpose_b=True)
         if compute_dtype == tf.float32:
             # exp(z - max z) is also the factor of both backward products.
             exp_factor, normalizer, log_normalizer = _softmax_statistics(logits + row_bias if padding else logits)
@@ -162,7 +163,7 @@ def _projected_token_losses(states, matrix, labels, smoothing, padding=0):
             row_scale = (upstream / normalizer)[:, tf.newaxis]
             upstream = upstream[:, tf.newaxis]
             dx = (
-                row_scale * product(exp_factor, embedding_matrix)
+                row_scale * product(exp_factor, compute_matrix)
                 - (1.0 - smoothing) * upstream * label_rows
                 - smoothing * upstream * mean_row
             )
