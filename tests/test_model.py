@@ -233,7 +233,6 @@ def test_dropout_is_active_only_in_training():
     assert not np.allclose(model(features, training=True).numpy(), model(features, training=True).numpy())
 
 
-
 def test_dropout_is_reproducible_from_its_seed_and_new_at_every_call():
     x = tf.random.stateless_normal([63, 47], seed=[1, 2])  # an odd element count: the last uint32 is half used
     first, second = Dropout(0.1, seed=7), Dropout(0.1, seed=7)

@@ -114,7 +114,6 @@ def test_projected_loss_equals_loss_of_projected_logits(eps):
     assert np.any(tape.gradient(total, matrix).numpy()[3])
 
 
-
 @pytest.mark.parametrize("half", [tf.bfloat16, tf.float16])
 @pytest.mark.parametrize("padding", [0, 7])
 def test_mixed_precision_softmax_statistics_equal_the_float32_ones(half, padding):
@@ -129,6 +128,7 @@ def test_mixed_precision_softmax_statistics_equal_the_float32_ones(half, padding
     np.testing.assert_allclose(normalizer, expected[1], rtol=1e-6)
     np.testing.assert_allclose(log_normalizer, expected[2], rtol=1e-6)
     assert not np.any(factor.numpy()[:, 300 - padding:])
+
 
 def test_no_smoothing_is_plain_cross_entropy():
     logits = tf.random.normal([2, 3, 5])

@@ -31,6 +31,7 @@ class Dropout(keras.layers.Dropout):
         if not (training and 0 < self.rate < 1) or self.noise_shape is not None:
             return super().call(inputs, training=training)
         threshold = round(self.rate * DRAW_LEVELS)
+        # The generator's int64 state, folded into int32 as Keras' own draws do (XLA takes int32 seeds).
         seed = tf.cast(tf.math.floormod(self.seed_generator.next(), tf.int32.max - 1), tf.int32)
         keep = random_uint16(tf.shape(inputs), seed) >= tf.constant(threshold, tf.uint16)
         kept = inputs * tf.cast(DRAW_LEVELS / (DRAW_LEVELS - threshold), inputs.dtype)
