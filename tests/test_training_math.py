@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 from t2t_repro import catalog
+from t2t_repro.train import loss as loss_module
 from t2t_repro.train.loss import (
     MASK_VALUE,
     _half_softmax_statistics,
@@ -128,6 +129,45 @@ def test_mixed_precision_softmax_statistics_equal_the_float32_ones(half, padding
     np.testing.assert_allclose(normalizer, expected[1], rtol=1e-6)
     np.testing.assert_allclose(log_normalizer, expected[2], rtol=1e-6)
     assert not np.any(factor.numpy()[:, 300 - padding:])
+
+
+def _projected_loss_and_gradients(labels, states, matrix, vocab_size=None):
+    with tf.GradientTape() as tape:
+        tape.watch([states, matrix])
+        total, _ = projected_label_smoothed_cross_entropy(labels, states, matrix, 0.1, vocab_size)
+    return [total.numpy()] + [tf.cast(g, tf.float32).numpy() for g in tape.gradient(total, [states, matrix])]
+
+
+@pytest.mark.parametrize("padding", [0, 7])
+def test_bfloat16_loss_from_one_softmax_equals_the_xla_statistics_path(monkeypatch, padding):
+    # Where tf.nn.softmax of bfloat16 computes in float32 (oneDNN's CPU kernel) the loss takes softmax(z) from
+    # it and logsumexp from the label's probability; elsewhere exp(z - max z) and its sums from XLA. Both give
+    # the same loss and gradients up to bfloat16 rounding of the factor.
+    if not loss_module._bfloat16_softmax_is_float32_inside():
+        pytest.skip("tf.nn.softmax of bfloat16 does not compute in float32 on this device")
+    states = tf.cast(tf.random.stateless_normal([4, 32, 16], seed=[1, 2]), tf.bfloat16)
+    matrix = tf.random.stateless_normal([300, 16], seed=[3, 4])
+    labels = tf.random.stateless_uniform([4, 32], seed=[5, 6], minval=0, maxval=300 - padding, dtype=tf.int32)
+    vocab_size = 300 - padding if padding else None
+    one_softmax = _projected_loss_and_gradients(labels, states, matrix, vocab_size)
+    monkeypatch.setattr(loss_module, "_bfloat16_softmax_is_float32_inside", lambda: False)
+    xla_statistics = _projected_loss_and_gradients(labels, states, matrix, vocab_size)
+    assert one_softmax[0] == pytest.approx(xla_statistics[0], rel=1e-4)
+    for ours, theirs in zip(one_softmax[1:], xla_statistics[1:]):
+        np.testing.assert_allclose(ours, theirs, atol=0.01 * np.abs(theirs).max())
+    if padding:
+        assert not np.any(one_softmax[2][300 - padding:])
+
+
+def test_a_label_probability_that_underflows_still_gives_the_exact_loss():
+    # softmax(z)_label = exp(-200) is 0 in float32: logsumexp then comes from the logits, not the label.
+    states = tf.constant([[[1.0, 0.0], [0.0, 1.0]]])
+    matrix = tf.constant([[0.0, 0.0], [-100.0, 0.0], [100.0, 0.0], [0.0, 3.0]])
+    labels = tf.constant([[1, 3]])
+    total, _ = projected_label_smoothed_cross_entropy(labels, states, matrix, 0.1)
+    reference, _ = label_smoothed_cross_entropy(labels, tf.einsum("bld,vd->blv", states, matrix), 0.1)
+    assert np.isfinite(float(total)) and float(total) > 190
+    assert float(total) == pytest.approx(float(reference), rel=1e-6)
 
 
 def test_no_smoothing_is_plain_cross_entropy():
