@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 TOOLS = REPO / "tools"
 sys.path.insert(0, str(TOOLS))
 
-from benchmarks import forward_matmul_flops, measurement  # noqa: E402
+from benchmarks import cached_decode_flops, forward_matmul_flops, measurement  # noqa: E402
 
 from t2t_repro import catalog  # noqa: E402
 
@@ -124,6 +124,14 @@ def test_decode_suite_compares_mixed_precision_with_float32_in_the_same_rounds(r
     assert cached["peer"] == "float32" and cached["config"]["precision"] == "mixed_bfloat16"
     assert cached["peer_value"] == pytest.approx(2 * 6 / (cached["config"]["peer_batch_ms"] / 1e3))
     assert cached["ratio"] == pytest.approx(cached["value"] / cached["peer_value"])
+    # MFU: each round's search against the bf16 matmul block of the same round, then the median.
+    mfu, peak = by_metric["decode_mfu"], by_metric["matmul_peak"]
+    flops = cached_decode_flops(catalog.get_hparams("transformer_tiny"), 37_000, 2, 2, 4, 6)
+    assert mfu["config"]["flops_per_batch"] == flops and peak["config"]["dtype"] == "bfloat16"
+    rounds = zip(mfu["config"]["round_batch_ms"], mfu["config"]["matmul_round_ms"])
+    assert mfu["value"] == pytest.approx(statistics.median(flops / s / (peak["config"]["block_flops"] / m)
+                                                           for s, m in rounds))
+    assert mfu["peer"] == "float32" and mfu["peer_value"] > 0
     refused = run(*flags, "--peer=float32")
     assert refused.returncode == 2 and "give --precision" in refused.stderr.strip().splitlines()[-1]
 
@@ -187,3 +195,14 @@ def test_forward_flops_by_hand():
     decoder = 2 * (self_projections + 2 * 4 * 2 + 2 * 2 * 2 + 2 * 4 * 3 + 2 * 2 * 2 + ffn)
     vocabulary = 2 * (2 * 2 * 10)
     assert forward_matmul_flops(tiny, 10, 1, 3, 2) == encoder + memory_kv + decoder + vocabulary
+
+
+def test_cached_decode_flops_by_hand():
+    # The layer of test_forward_flops_by_hand; 2 sentences of 3 source tokens, beam 2, 2 steps: step t's
+    # self-attention has t keys, and each sentence is encoded once for both of its hypotheses.
+    hparams = catalog.get_hparams("transformer_tiny")
+    tiny = type(hparams)(num_layers=1, d_model=2, d_ff=4, num_heads=1, d_k=2, d_v=2)
+    self_projections, ffn = 2 * 2 * 6 + 2 * 2 * 2, 2 * (2 * 2 * 4)
+    encoding = 3 * (self_projections + 2 * 4 * 3 + ffn) + 3 * (2 * 2 * 4)
+    step = [self_projections + 2 * 4 * keys + 2 * 2 * 2 + 2 * 4 * 3 + 2 * 2 * 2 + ffn + 2 * 2 * 10 for keys in (1, 2)]
+    assert cached_decode_flops(tiny, 10, 2, 2, 3, 2) == 2 * (encoding + 2 * sum(step))

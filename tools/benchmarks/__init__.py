@@ -107,6 +107,25 @@ def fit_power_law(sizes, values):
     return float(slope)
 
 
+def _token_flops(hparams):
+    """Matrix-multiply FLOPs per token in one layer: (an encoder token and a decoder token, each without its
+    attention products; the two attention products per query and key; the encoder-decoder keys and values of
+    one source token)."""
+    d, h, d_k, d_v, d_ff = hparams.d_model, hparams.num_heads, hparams.d_k, hparams.d_v, hparams.d_ff
+    ffn = 2 * (2 * d * d_ff)
+    self_projections = 2 * d * h * (2 * d_k + d_v) + 2 * h * d_v * d
+    cross_projections = 2 * d * h * d_k + 2 * h * d_v * d  # Q and the output: K and V come from the memory
+    per_key = 2 * h * (d_k + d_v)  # Q K^T and weights x V
+    memory_keys_values = 2 * d * h * (d_k + d_v)
+    return self_projections + ffn, self_projections + cross_projections + ffn, per_key, memory_keys_values
+
+
+def _encoding_flops(hparams, src_len):
+    """Matrix-multiply FLOPs of encoding one sentence, with every decoder layer's keys and values of it."""
+    encoder_token, _, per_key, memory_keys_values = _token_flops(hparams)
+    return hparams.num_layers * src_len * (encoder_token + per_key * src_len + memory_keys_values)
+
+
 def forward_matmul_flops(hparams, vocab_size, batch_sentences, src_len, tgt_len):
     """Floating-point operations of the matrix multiplies in one teacher-forced forward pass.
 
@@ -115,25 +134,30 @@ def forward_matmul_flops(hparams, vocab_size, batch_sentences, src_len, tgt_len)
     the feed-forward network and the pre-softmax projection onto the vocabulary. Embedding lookups,
     softmax, layer normalization and biases are not matrix multiplies and are left out.
     """
-    d, h, d_k, d_v, d_ff = hparams.d_model, hparams.num_heads, hparams.d_k, hparams.d_v, hparams.d_ff
-    ffn = 2 * (2 * d * d_ff)
-    self_projections = 2 * d * h * (2 * d_k + d_v) + 2 * h * d_v * d
+    _, decoder_token, per_key, _ = _token_flops(hparams)
+    decoding = hparams.num_layers * tgt_len * (decoder_token + per_key * (tgt_len + src_len))
+    output_projection = tgt_len * 2 * hparams.d_model * vocab_size
+    return batch_sentences * (_encoding_flops(hparams, src_len) + decoding + output_projection)
 
-    def attention(keys):
-        return 2 * h * (d_k + d_v) * keys
 
-    per_source_token = self_projections + attention(src_len) + ffn
-    per_target_token = (
-        self_projections + attention(tgt_len)  # masked self-attention
-        + 2 * d * h * d_k + attention(src_len) + 2 * h * d_v * d  # encoder-decoder attention: Q, products, out
-        + ffn
+def cached_decode_flops(hparams, vocab_size, batch_sentences, beam_size, src_len, output_length):
+    """Matrix-multiply FLOPs of a cached beam search that runs `output_length` steps: each sentence encoded once,
+    and at every step each of its `beam_size` hypotheses passes one token through the decoder (its
+    self-attention over the positions so far, step t over t keys) and the pre-softmax projection. Counted as in
+    `forward_matmul_flops`; work a search repeats per beam (the memory's keys and values) counts once."""
+    _, decoder_token, per_key, _ = _token_flops(hparams)
+    keys_over_steps = output_length * (output_length + 1) // 2
+    per_hypothesis = (
+        hparams.num_layers * (output_length * (decoder_token + per_key * src_len) + per_key * keys_over_steps)
+        + output_length * 2 * hparams.d_model * vocab_size
     )
-    memory_keys_values = 2 * d * h * (d_k + d_v)  # per source token, in every decoder layer
-    layers = hparams.num_layers * (
-        src_len * (per_source_token + memory_keys_values) + tgt_len * per_target_token
-    )
-    output_projection = tgt_len * 2 * d * vocab_size
-    return batch_sentences * (layers + output_projection)
+    return batch_sentences * (_encoding_flops(hparams, src_len) + beam_size * per_hypothesis)
+
+
+DECODE_FLOPS_FORMULA = (
+    "each sentence encoded once, then per step and hypothesis one decoder token (self-attention over the "
+    "positions so far) and the vocabulary projection; 2 per multiply-add, matrix multiplies only"
+)
 
 
 TRAIN_FLOPS_FORMULA = (
@@ -145,6 +169,23 @@ TRAIN_FLOPS_FORMULA = (
 def train_step_flops(hparams, vocab_size, batch_sentences, src_len, tgt_len):
     """Model FLOPs of one training step: the forward matmuls and a backward pass of twice their cost."""
     return 3 * forward_matmul_flops(hparams, vocab_size, batch_sentences, src_len, tgt_len)
+
+
+MFU_METHOD = "median over the rounds of the FLOPs / seconds of a call / the matmul peak timed in the same round"
+
+
+def peak_measurement(peak, device):
+    """The "matmul_peak" measurement (GFLOP/s) of a `benchmarks.timing.block_peak`."""
+    return measurement("matmul_peak", peak["flops_per_sec"] / 1e9, "GFLOP/s",
+                       {key: value for key, value in peak.items() if key not in ("flops_per_sec", "round_seconds")}
+                       | {"device": device})
+
+
+def peak_config(peak):
+    """The matmul peak's part of an MFU measurement's config."""
+    config = {f"matmul_{key}": peak[key] for key in ("size", "dtype", "tf32", "calls_per_timing")}
+    return {**config, "matmul_peak_gflops_per_sec": peak["flops_per_sec"] / 1e9,
+            "matmul_round_ms": [s * 1e3 for s in peak["round_seconds"]], "mfu_method": MFU_METHOD}
 
 
 def format_number(value):

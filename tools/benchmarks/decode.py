@@ -23,6 +23,10 @@ With --engine ctranslate2 the same random-weight model is exported with the proj
 sources, to the same output length, at the same beam; --peer tensorflow times the cached TensorFlow search in
 turns with it (the target: int8 at least 1.7 times as fast).
 
+decode_mfu is the cached search's model FLOPs (benchmarks.cached_decode_flops: matrix multiplies only)
+per second against a matmul peak in the search's compute dtype, timed in the same rounds (matmul_peak); with
+a peer, the peer's MFU against the same peak.
+
 The TensorFlow search computes in --precision (default the hparams'; e.g. mixed_bfloat16, as
 t2t-repro-decoder --serving_precision=mixed_bfloat16 does, with its weights cast to bfloat16 once). --peer
 float32 times the same weights decoding in float32 in turns with it: the speed-up of decoding in mixed
@@ -39,9 +43,28 @@ import statistics
 
 import tensorflow as tf
 
-from benchmarks import check_peer, measurement, progress, random_token_batch, resolve_hparams, resolve_vocab_size
+from benchmarks import (
+    DECODE_FLOPS_FORMULA,
+    cached_decode_flops,
+    check_peer,
+    measurement,
+    peak_config,
+    peak_measurement,
+    progress,
+    random_token_batch,
+    resolve_hparams,
+    resolve_vocab_size,
+)
 from benchmarks.decode_ctranslate2 import run_ctranslate2
-from benchmarks.timing import device_description, interleaved_times, median_seconds
+from benchmarks.timing import (
+    block_peak,
+    device_description,
+    interleaved_times,
+    matmul_block,
+    median_mfu,
+    median_seconds,
+    time_calls,
+)
 from t2t_repro.decode.transformer_search import compiled_search
 from t2t_repro.decode_settings import DecodeSettings
 from t2t_repro.errors import UserError
@@ -225,18 +248,27 @@ def run(args):
         calls.update(peer_calls)
         config.update(peer_errors)
 
-    # The cached search and the peer are timed in turns, so that both see the same load on a shared machine.
+    # The cached search, the peer and a block of matmuls lasting about one search are timed in turns, so that
+    # all see the same load on a shared machine.
     fast = {name: call for name, call in calls.items() if name != "uncached"}
-    progress(f"decode: {', '.join(fast)}: {warmup} warm-up and {repeats} timed batches each, in turns")
-    seconds = {name: statistics.median(times) for name, times in interleaved_times(fast, warmup, repeats).items()}
+    one_search = time_calls(calls["cached"], warmup=0, repeats=1)[0]
+    block, block_flops, block_info = matmul_block(one_search, tf.as_dtype(served.compute_dtype))
+    progress(f"decode: {', '.join(fast)} and {block_info['calls_per_timing']} matmuls: {warmup} warm-up and "
+             f"{repeats} timed batches each, in turns")
+    round_seconds = interleaved_times({**fast, "matmul": block}, warmup, repeats)
+    peak = block_peak(block_flops, block_info, round_seconds.pop("matmul"))
+    seconds = {name: statistics.median(times) for name, times in round_seconds.items()}
     progress(f"decode: {', '.join(f'{n} {s * 1e3:.0f} ms' for n, s in seconds.items())} per batch")
     peer = {}
     peer_modes = {name: value for name, value in seconds.items() if name.startswith("keras_hub_")}
+    peer_label = None
     if "float32" in seconds:
+        peer_label = "float32"
         peer = {"peer": "float32", "peer_value": tokens / seconds["float32"]}
         config.update(peer_batch_ms=seconds["float32"] * 1e3)
     if peer_modes:
         fastest = min(peer_modes, key=peer_modes.get)
+        peer_label = fastest
         peer = {"peer": "keras_hub", "peer_value": tokens / peer_modes[fastest]}
         config.update(peer_compiled=fastest[len("keras_hub_"):],
                       **{f"peer_{name[len('keras_hub_'):]}_batch_ms": value * 1e3 for name, value in
@@ -246,6 +278,11 @@ def run(args):
     progress(f"decode: uncached {seconds['uncached'] * 1e3:.0f} ms per batch")
 
     cached_rate, uncached_rate = tokens / seconds["cached"], tokens / seconds["uncached"]
+    flops = cached_decode_flops(hparams, vocab_size, args.decode_batch, args.beam_size, args.src_len,
+                                args.output_length)
+    mfu_peer = {}
+    if peer_label:
+        mfu_peer = {"peer": peer["peer"], "peer_value": median_mfu(flops, round_seconds[peer_label], peak)}
     return [
         measurement("decode_tokens_per_s_cached", cached_rate, "tokens/s",
                     {**config, "batch_ms": seconds["cached"] * 1e3}, **peer),
@@ -254,4 +291,10 @@ def run(args):
         measurement("decode_cache_speedup", cached_rate / uncached_rate, "x",
                     {**config, "target": f">= {TARGET_SPEEDUP:g}", "meets_target": cached_rate / uncached_rate
                      >= TARGET_SPEEDUP}),
+        peak_measurement(peak, config["device"]),
+        measurement("decode_mfu", median_mfu(flops, round_seconds["cached"], peak), "fraction",
+                    {**config, "flops_per_batch": flops, "flops_formula": DECODE_FLOPS_FORMULA,
+                     "model_gflops_per_sec": flops / seconds["cached"] / 1e9,
+                     "round_batch_ms": [s * 1e3 for s in round_seconds["cached"]], **peak_config(peak)},
+                    **mfu_peer),
     ]

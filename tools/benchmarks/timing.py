@@ -95,6 +95,35 @@ def matmul_peak(size=None, warmup=2, repeats=5, dtype=tf.float32):
     return {"flops_per_sec": flops / seconds, **info, "warmup": warmup, "repeats": repeats}
 
 
+def matmul_block(seconds, dtype):
+    """(fn, flops, info): as many back-to-back matmul_product calls in `dtype` as take about `seconds`, so the
+    peak is sampled over as long a stretch of a noisy machine as each timed call of a suite is."""
+    product, product_flops, info = matmul_product(dtype=dtype)
+    wait_for(product())
+    calls = max(1, round(seconds / time_calls(product, warmup=0, repeats=1)[0]))
+
+    def block():
+        for _ in range(calls):
+            wait_for(product())
+
+    return block, calls * product_flops, {**info, "calls_per_timing": calls}
+
+
+def block_peak(block_flops, info, round_seconds):
+    """The matmul peak of a block timed in every round: info plus flops_per_sec (from the median round),
+    block_flops, round_seconds and timed_calls."""
+    return {**info, "flops_per_sec": block_flops / statistics.median(round_seconds), "block_flops": block_flops,
+            "round_seconds": round_seconds, "timed_calls": len(round_seconds)}
+
+
+def median_mfu(flops, call_seconds, peak):
+    """The median over the rounds of each round's MFU: the call against the matmul block timed in the same
+    round, so that a change of load between rounds moves both alike."""
+    return statistics.median(
+        flops / call / (peak["block_flops"] / block) for call, block in zip(call_seconds, peak["round_seconds"])
+    )
+
+
 def _max_rss_bytes():
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak if sys.platform == "darwin" else peak * 1024  # Linux reports kilobytes, macOS bytes

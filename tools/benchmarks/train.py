@@ -36,13 +36,15 @@ from benchmarks import (
     batch_config,
     check_peer,
     measurement,
+    peak_config,
+    peak_measurement,
     progress,
     random_token_batch,
     resolve_hparams,
     resolve_vocab_size,
     train_step_flops,
 )
-from benchmarks.timing import device_description, interleaved_times, matmul_product, time_calls, wait_for
+from benchmarks.timing import block_peak, device_description, interleaved_times, matmul_block, median_mfu, time_calls
 from t2t_repro.errors import UserError
 from t2t_repro.hparams_type import PRECISIONS
 from t2t_repro.model import build_transformer
@@ -182,20 +184,6 @@ def _warmed_up_steps(models, optimizers, hparams, features, mode, warmup):
     return steps, warm_seconds, errors
 
 
-def _matmul_block(seconds, dtype):
-    """(fn, flops, info): as many back-to-back matmul_product calls in `dtype` as take about `seconds`, so the
-    peak is sampled over as long a stretch of a noisy machine as each training step is."""
-    product, product_flops, info = matmul_product(dtype=dtype)
-    wait_for(product())
-    calls = max(1, round(seconds / time_calls(product, warmup=0, repeats=1)[0]))
-
-    def block():
-        for _ in range(calls):
-            wait_for(product())
-
-    return block, calls * product_flops, {**info, "calls_per_timing": calls}
-
-
 def measure(models, hparams, features, modes, warmup, repeats):
     """Step seconds of every round {label: {mode: [seconds]}}, XLA errors {label: {mode: error}}, and the
     matmul peak, with the seconds of its block in every round under "round_seconds".
@@ -219,20 +207,14 @@ def measure(models, hparams, features, modes, warmup, repeats):
         if not any(step_label == label for step_label, _ in steps):
             raise UserError(f"{label}: the training step ran in no mode: {errors[label]}")
     compute_dtype = models["t2t_repro"].compute_dtype
-    block, block_flops, peak = _matmul_block(min(warm_seconds), tf.as_dtype(compute_dtype))
+    block, block_flops, info = matmul_block(min(warm_seconds), tf.as_dtype(compute_dtype))
     progress(f"train: {repeats} timed rounds of {', '.join(f'{label} {mode}' for label, mode in steps)} and "
-             f"{peak['calls_per_timing']} matmuls")
+             f"{info['calls_per_timing']} matmuls")
     times = interleaved_times({**steps, "matmul": block}, warmup=0, repeats=repeats)
-    matmul_seconds = times.pop("matmul")
+    peak = block_peak(block_flops, info, times.pop("matmul"))
     seconds = {label: {} for label in models}
     for (label, mode), step_times in times.items():
         seconds[label][mode] = step_times
-    peak.update(
-        flops_per_sec=block_flops / statistics.median(matmul_seconds),
-        block_flops=block_flops,
-        round_seconds=matmul_seconds,
-        timed_calls=len(matmul_seconds),
-    )
     return seconds, errors, peak
 
 
@@ -240,14 +222,6 @@ def _best(seconds):
     """(mode, its seconds of every round) of the mode with the smallest median."""
     mode = min(seconds, key=lambda m: statistics.median(seconds[m]))
     return mode, seconds[mode]
-
-
-def median_mfu(flops, step_seconds, peak):
-    """The median over the rounds of each round's MFU: the step against the matmul block timed in the same
-    round, so that a change of load between rounds moves both alike."""
-    return statistics.median(
-        flops / step / (peak["block_flops"] / block) for step, block in zip(step_seconds, peak["round_seconds"])
-    )
 
 
 def run(args):
@@ -310,24 +284,17 @@ def run(args):
         peer_args = {"peer": peer["peer"], "peer_value": of_seconds(peer["seconds"])} if peer else {}
         return measurement(metric, of_seconds(step_seconds), unit, {**config, **(extra or {})}, **peer_args)
 
-    peak_config = {f"matmul_{key}": peak[key] for key in ("size", "dtype", "tf32", "calls_per_timing")}
-    peak_config["matmul_round_ms"] = [s * 1e3 for s in peak["round_seconds"]]
     mfu_peer = {"peer": peer["peer"], "peer_value": median_mfu(flops, peer["round_seconds"], peak)} if peer else {}
     return [
         compared("train_target_tokens_per_sec", lambda s: target_tokens / s, "tokens/s"),
         compared("train_step_ms", lambda s: s * 1e3, "ms"),
-        measurement("matmul_peak", peak["flops_per_sec"] / 1e9, "GFLOP/s",
-                    {key: value for key, value in peak.items() if key not in ("flops_per_sec", "round_seconds")}
-                    | {"device": config["device"]}),
+        peak_measurement(peak, config["device"]),
         measurement(
             "mfu",
             median_mfu(flops, round_seconds, peak),
             "fraction",
             {**config, "flops_per_step": flops, "flops_formula": TRAIN_FLOPS_FORMULA,
-             "mfu_method": "median over the rounds of flops_per_step / step seconds / the matmul peak timed in "
-                           "the same round",
-             "model_gflops_per_sec": flops / step_seconds / 1e9,
-             "matmul_peak_gflops_per_sec": peak["flops_per_sec"] / 1e9, **peak_config},
+             "model_gflops_per_sec": flops / step_seconds / 1e9, **peak_config(peak)},
             **mfu_peer,
         ),
     ]
