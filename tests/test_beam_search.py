@@ -12,6 +12,7 @@ import pytest
 import tensorflow as tf
 
 from t2t_repro.decode.beam_search import beam_search, length_penalty
+from t2t_repro.decode.top_k import chunk_length, top_k
 from t2t_repro.decode.transformer_search import beam_decode, compiled_search
 from t2t_repro.decode_settings import DecodeSettings
 from t2t_repro.hparams_type import HParams
@@ -185,6 +186,47 @@ def test_sentence_result_does_not_depend_on_its_batch():
     batch_ids, batch_scores = search(log_probs, 4, [9, 5, 2], 0.6)
     assert [strip(r) for r in alone_ids[0]] == [strip(r) for r in batch_ids[1]]
     np.testing.assert_allclose(alone_scores[0], batch_scores[1], rtol=1e-6)
+
+
+@pytest.mark.parametrize("k", [1, 2, 8])
+def test_two_stage_top_k_gives_tf_top_k_values_and_indices_ties_included(k):
+    row_length = 4 * 3000  # the candidates of 4 beams over a 3,000-token vocabulary
+    assert chunk_length(row_length, k) is not None, "the test should cover the two-stage path"
+    rng = np.random.default_rng(k)
+    # 40 distinct values, so the best ones tie many times over; impossible beams are -inf.
+    few_values = rng.integers(0, 40, size=[5, row_length]).astype(np.float32)
+    few_values[1, : row_length // 2] = -np.inf
+    few_values[2] = -np.inf
+    # A tie between a chunk ranked second (maximum 3) and one ranked first (maximum 9) but later in the row.
+    chunk = chunk_length(row_length, k)
+    few_values[3] = -np.inf
+    few_values[3, [0, chunk, chunk + 1]] = [3, 9, 3]
+    bfloat16_rounded = tf.cast(tf.cast(rng.normal(size=[3, row_length]), tf.bfloat16), tf.float32).numpy()
+    for values in (few_values, bfloat16_rounded):
+        expected_values, expected_indices = tf.math.top_k(values, k=k)
+        got_values, got_indices = tf.function(lambda x: top_k(x, k))(tf.constant(values))
+        np.testing.assert_array_equal(got_values.numpy(), expected_values.numpy())
+        np.testing.assert_array_equal(got_indices.numpy(), expected_indices.numpy())
+
+
+def test_two_stage_top_k_is_left_out_where_it_gains_nothing():
+    assert chunk_length(4 * 3000, 8) is not None
+    assert chunk_length(1000, 8) is None  # short rows
+    assert chunk_length(2 * 8191, 8) is None  # twice a prime: no chunk length between 2 and 8191
+    assert chunk_length(None, 8) is None  # unknown when tracing
+    values = np.random.default_rng(0).normal(size=[2, 2 * 8191]).astype(np.float32)
+    np.testing.assert_array_equal(top_k(tf.constant(values), 8)[1].numpy(), tf.math.top_k(values, k=8)[1].numpy())
+
+
+def test_beam_search_over_a_large_vocabulary_picks_as_one_top_k_would(monkeypatch):
+    log_probs = table(2, 2048, eos_bias=2.0)  # 4 beams x 2,048 tokens: the two-stage top-k
+    assert chunk_length(4 * 2048, 8) is not None
+    arguments = (tf.constant(log_probs, tf.float32), 4, tf.constant([6, 4]), 0.6)
+    two_stage = tf.function(_search.python_function)(*arguments)
+    monkeypatch.setattr("t2t_repro.decode.beam_search.top_k", lambda values, k: tf.math.top_k(values, k=k))
+    one_top_k = tf.function(_search.python_function)(*arguments)
+    np.testing.assert_array_equal(two_stage[0].numpy(), one_top_k[0].numpy())
+    np.testing.assert_array_equal(two_stage[1].numpy(), one_top_k[1].numpy())
 
 
 def tiny_model(seed=1, vocab_size=12, **overrides):

@@ -33,6 +33,7 @@ single best token is taken at every step until EOS or the maximum length.
 
 import tensorflow as tf
 
+from t2t_repro.decode.top_k import top_k
 from t2t_repro.special_tokens import EOS_ID, PAD_ID
 
 # Log-probability of an impossible hypothesis (an empty slot in a pool).
@@ -117,7 +118,7 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_lengths, vocab
         logits, states = symbols_to_logits_fn(flat_seq, step, states)
         log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32) + not_pad)
         candidates = alive_log_probs[:, :, tf.newaxis] + tf.reshape(log_probs, [batch, beams, vocab_size])
-        top_log_probs, top_indices = tf.math.top_k(tf.reshape(candidates, [batch, -1]), k=num_candidates)
+        top_log_probs, top_indices = top_k(tf.reshape(candidates, [batch, beams * vocab_size]), num_candidates)
         top_beams = top_indices // vocab_size
         top_tokens = top_indices % vocab_size
         top_seq = tf.concat([gather_beams(alive_seq, top_beams), top_tokens[:, :, tf.newaxis]], axis=2)
