@@ -68,6 +68,25 @@ def test_attention_returns_its_weights_and_extends_its_cache():
     assert cache["k"].shape == (1, 2, 4, 3) and weights.shape == (1, 2, 1, 4)
 
 
+def test_beams_share_the_keys_and_values_of_their_sentence():
+    # Beam search's cross-attention: keys and values once per sentence (memory_kv), queries of 3 beams each,
+    # must equal attention over a copy of the memory per beam, outputs and weights.
+    layer = MultiHeadAttention(num_heads=2, d_k=3, d_v=5, d_model=8, self_attention=False)
+    memory = tf.random.stateless_normal([2, 4, 8], seed=[3, 4])
+    bias = padding_bias(tf.constant([[5, 6, 7, 1], [8, 1, 0, 0]]))
+    queries = tf.random.stateless_normal([6, 2, 8], seed=[5, 6])  # rows 3s .. 3s + 2: the beams of sentence s
+    shared, shared_weights = layer(
+        queries, memory=layer.memory_kv(memory), bias=bias, return_attention_scores=True
+    )
+    copied, copied_weights = layer(
+        queries, memory=tf.repeat(memory, 3, axis=0), bias=tf.repeat(bias, 3, axis=0), return_attention_scores=True
+    )
+    np.testing.assert_allclose(shared.numpy(), copied.numpy(), atol=1e-6)
+    np.testing.assert_allclose(shared_weights.numpy(), copied_weights.numpy(), atol=1e-6)
+    assert shared_weights.shape == (6, 2, 2, 4)
+    assert np.all(shared_weights.numpy()[3:, :, :, 2:] == 0)  # sentence 1's padding
+
+
 FEATURES = {"inputs": tf.constant([[5, 6, 1]]), "targets": tf.constant([[7, 1]])}
 
 

@@ -52,6 +52,22 @@ def _float32_bias(bias):
     return tf.maximum(tf.cast(bias, tf.float32), MASK_VALUE)
 
 
+def _fold_rows(q, rows_per_memory):
+    """Queries [g * n, h, length, d] of n memory rows, g consecutive rows to each (the beams of a sentence in
+    beam search, section 6.1), as [n, h, g * length, d]: one attention per memory row reads its keys and
+    values once for all g, instead of once per row from g copies. g = 1 changes nothing."""
+    shape = tf.shape(q)
+    grouped = tf.reshape(q, [-1, rows_per_memory, shape[1], shape[2], shape[3]])
+    return tf.reshape(tf.transpose(grouped, [0, 2, 1, 3, 4]), [-1, shape[1], rows_per_memory * shape[2], shape[3]])
+
+
+def _unfold_rows(x, rows_per_memory, length):
+    """Inverse of `_fold_rows` for an attention result [n, h, g * length, d], heads last: [g * n, length, h, d]."""
+    shape = tf.shape(x)
+    grouped = tf.reshape(x, [shape[0], shape[1], rows_per_memory, length, shape[3]])
+    return tf.reshape(tf.transpose(grouped, [0, 2, 3, 1, 4]), [-1, length, shape[1], shape[3]])
+
+
 def call_outputs(output, cache=None, attention_scores=None):
     """A layer's call result: `output` alone, or a tuple of it and, in this order, the new cache and the
     attention scores, each where not None."""
@@ -140,7 +156,8 @@ class MultiHeadAttention(keras.layers.Layer):
         return {"k": k, "v": v}
 
     def memory_kv(self, memory):
-        """The encoder-decoder keys and values of `memory`, computed once for incremental decoding."""
+        """The encoder-decoder keys and values of `memory`, computed once for incremental decoding. Called with
+        them, the layer takes g consecutive query rows to each memory row (the beams of a sentence)."""
         return self._keys_values(memory)
 
     def call(self, query, memory=None, bias=None, cache=None, training=None, return_attention_scores=False):
@@ -152,6 +169,10 @@ class MultiHeadAttention(keras.layers.Layer):
         else:
             q = self._split_heads(self.q_dense(query), self.d_k)
             kv = memory if isinstance(memory, dict) else self._keys_values(memory)
+        rows_per_memory = None
+        if isinstance(memory, dict):  # keys and values computed once per sentence, shared by its beams' queries
+            rows_per_memory = tf.shape(q)[0] // tf.shape(kv["k"])[0]
+            q = _fold_rows(q, rows_per_memory)
         heads, weights = scaled_dot_product_attention(
             q,
             kv["k"],
@@ -159,8 +180,13 @@ class MultiHeadAttention(keras.layers.Layer):
             bias,
             weights_dropout=lambda w: self.weights_dropout(w, training=training),
         )
-        heads = tf.transpose(heads, [0, 2, 1, 3])  # [batch, query_length, h, d_v]
-        shape = tf.shape(heads)
+        if rows_per_memory is None:
+            heads = tf.transpose(heads, [0, 2, 1, 3])
+        else:
+            heads = _unfold_rows(heads, rows_per_memory, tf.shape(query)[1])
+            if return_attention_scores:
+                weights = tf.transpose(_unfold_rows(weights, rows_per_memory, tf.shape(query)[1]), [0, 2, 1, 3])
+        shape = tf.shape(heads)  # [batch, query_length, h, d_v]
         output = self.output_dense(tf.reshape(heads, [shape[0], shape[1], self.num_heads * self.d_v]))
         return call_outputs(output, kv if cache is not None else None, weights if return_attention_scores else None)
 

@@ -170,7 +170,8 @@ class Transformer(HParamsConfig, keras.Model):
         step + 1] starting with PAD_ID, where row s * beam_size + b is beam b of sentence s, and returns the
         logits of the next token [batch * beam_size, vocab_size] and the new state. The encoder output, its
         per-layer keys and values and its padding bias are the same for every beam of a sentence: the function
-        holds them, so that the state the search reorders along the beams is the self-attention cache alone.
+        holds them once per sentence (the cross-attention reads them for all of its beams in one product), so
+        that the state the search reorders along the beams is the self-attention cache alone.
 
         Args:
             inputs: int32 [batch, source_length] source ids, 0-padded.
@@ -179,9 +180,9 @@ class Transformer(HParamsConfig, keras.Model):
                 gives the same logits, for checking the cache).
         """
         memory, memory_bias = self.encode(inputs)
-        memory = tf.repeat(memory, beam_size, axis=0)
-        memory_bias = tf.repeat(memory_bias, beam_size, axis=0)
         if not use_cache:
+            memory = tf.repeat(memory, beam_size, axis=0)
+            memory_bias = tf.repeat(memory_bias, beam_size, axis=0)
             return (lambda ids, step, state: (self.decode(ids, memory, memory_bias)[:, -1], state)), {}
         memory_kv = [layer.cross_attention.memory_kv(memory) for layer in self.decoder_layers]
 
@@ -193,7 +194,7 @@ class Transformer(HParamsConfig, keras.Model):
                 new_caches.append(cache)
             return self.logits(self._final_norm(x, "decoder_norm"))[:, 0], new_caches
 
-        rows, h = tf.shape(memory)[0], self.hparams
+        rows, h = tf.shape(memory)[0] * beam_size, self.hparams
         empty = {
             "k": tf.zeros([rows, h.num_heads, 0, h.d_k], memory.dtype),
             "v": tf.zeros([rows, h.num_heads, 0, h.d_v], memory.dtype),
