@@ -52,15 +52,6 @@ def _float32_bias(bias):
     return tf.maximum(tf.cast(bias, tf.float32), MASK_VALUE)
 
 
-def _swap_heads_and_positions(x):
-    """[batch, h, length, depth] <-> [batch, length, h, depth]. A reshape, which copies nothing, where the length
-    is 1 when tracing (a decoding step): transposes of such small tensors cost more than their data."""
-    if x.shape[1] == 1 or x.shape[2] == 1:
-        shape = tf.shape(x)
-        return tf.reshape(x, [shape[0], shape[2], shape[1], shape[3]])
-    return tf.transpose(x, [0, 2, 1, 3])
-
-
 def _fold_rows(q, rows_per_memory):
     """Queries [g * n, h, length, d] of n memory rows, g consecutive rows to each (the beams of a sentence in
     beam search, section 6.1), as [n, h, g * length, d]: one attention per memory row reads its keys and
@@ -146,7 +137,7 @@ class MultiHeadAttention(keras.layers.Layer):
     def _split_heads(self, x, depth):
         """[batch, length, h * depth] -> [batch, h, length, depth]."""
         shape = tf.shape(x)
-        return _swap_heads_and_positions(tf.reshape(x, [shape[0], shape[1], self.num_heads, depth]))
+        return tf.transpose(tf.reshape(x, [shape[0], shape[1], self.num_heads, depth]), [0, 2, 1, 3])
 
     def _split_parts(self, x, depths):
         """[batch, length, h * sum(depths)] -> one [batch, h, length, depth] tensor per depth.
@@ -158,8 +149,6 @@ class MultiHeadAttention(keras.layers.Layer):
             return [self._split_heads(part, depth) for part, depth in zip(parts, depths)]
         shape = tf.shape(x)
         x = tf.reshape(x, [shape[0], shape[1], len(depths), self.num_heads, depths[0]])
-        if x.shape[1] == 1:  # a decoding step: the unstacked parts need no transpose
-            return [_swap_heads_and_positions(part) for part in tf.unstack(x, axis=2)]
         return tf.unstack(tf.transpose(x, [2, 0, 3, 1, 4]), axis=0)
 
     def _keys_values(self, x):
@@ -192,7 +181,7 @@ class MultiHeadAttention(keras.layers.Layer):
             weights_dropout=lambda w: self.weights_dropout(w, training=training),
         )
         if rows_per_memory is None:
-            heads = _swap_heads_and_positions(heads)
+            heads = tf.transpose(heads, [0, 2, 1, 3])
         else:
             heads = _unfold_rows(heads, rows_per_memory, tf.shape(query)[1])
             if return_attention_scores:
