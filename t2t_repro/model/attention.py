@@ -96,7 +96,8 @@ class MultiHeadAttention(keras.layers.Layer):
     Call arguments:
         query: [batch, query_length, d_model].
         memory: encoder-decoder attention only: the encoder output [batch, key_length, d_model], or its keys
-            and values `memory_kv(memory)`, computed once per sentence for incremental decoding.
+            and values `memory_kv(memory)`, computed once per sentence for incremental decoding; then the query
+            may hold g rows per sentence (its beams, consecutive), and the bias is per sentence.
         bias: additive attention bias broadcastable to [batch, h, query_length, key_length].
         cache: self-attention only, for incremental decoding: {"k", "v"} of the earlier positions,
             [batch, h, t, d]; the new positions' keys and values are appended.

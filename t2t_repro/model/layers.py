@@ -133,7 +133,8 @@ class DecoderLayer(_TransformerLayer):
     Call arguments:
         x: [batch, target_length, d_model].
         memory: the encoder output [batch, source_length, d_model], or this layer's
-            `cross_attention.memory_kv(memory)` when decoding one position at a time.
+            `cross_attention.memory_kv(memory)` when decoding one position at a time (once per sentence, for
+            x's consecutive rows of the sentence's beams; memory_bias then also per sentence).
         self_bias: causal bias over the targets (None when decoding one position with a cache).
         memory_bias: padding bias of the source.
         cache: the self-attention {"k", "v"} of the earlier positions, for incremental decoding.
