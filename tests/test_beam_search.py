@@ -1,7 +1,7 @@
 """Beam search: its logic on a hand-made table of log-probabilities (exhaustive optimality, length penalty, EOS,
 length limit and how cut hypotheses rank, early stop, n-best order, greedy decoding, batch independence, the
-state following the beams), then on a real tiny Transformer (the cache against recomputation, the maximum
-lengths, the ranking of cut hypotheses through DecodeSettings)."""
+state following the beams), the two-stage top-k against tf.math.top_k, then on a real tiny Transformer (the
+cache against recomputation, the maximum lengths, the ranking of cut hypotheses through DecodeSettings)."""
 
 import itertools
 import math
