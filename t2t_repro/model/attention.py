@@ -184,9 +184,10 @@ class MultiHeadAttention(keras.layers.Layer):
         if rows_per_memory is None:
             heads = tf.transpose(heads, [0, 2, 1, 3])
         else:
-            heads = _unfold_rows(heads, rows_per_memory, tf.shape(query)[1])
+            query_length = tf.shape(query)[1]
+            heads = _unfold_rows(heads, rows_per_memory, query_length)
             if return_attention_scores:
-                weights = tf.transpose(_unfold_rows(weights, rows_per_memory, tf.shape(query)[1]), [0, 2, 1, 3])
+                weights = tf.transpose(_unfold_rows(weights, rows_per_memory, query_length), [0, 2, 1, 3])
         shape = tf.shape(heads)  # [batch, query_length, h, d_v]
         output = self.output_dense(tf.reshape(heads, [shape[0], shape[1], self.num_heads * self.d_v]))
         return call_outputs(output, kv if cache is not None else None, weights if return_attention_scores else None)
