@@ -1,15 +1,24 @@
-"""The paper's BLEU: sacreBLEU equality, Moses tokenization, compound splitting, and the t2t-repro-bleu CLI."""
+"""The paper's BLEU: sacreBLEU equality, Moses tokenization, compound splitting, sacreBLEU's tokenizer per target
+language, and the t2t-repro-bleu CLI."""
 
+import importlib
+import importlib.util
 import json
+import re
 import string
 import subprocess
 import sys
+import urllib.error
 
 import pytest
 import sacrebleu
+from conftest import run_cli
 
 from t2t_repro.errors import UserError
-from t2t_repro.evaluate.bleu import corpus_bleu, file_bleu, moses_tokenize, read_lines, split_compounds
+from t2t_repro.evaluate.bleu import (
+    check_tokenizer, corpus_bleu, default_tokenizer, file_bleu, moses_tokenize, read_lines, split_compounds,
+)
+from t2t_repro.evaluate.scorers import BleuScorer
 
 HYPOTHESES = [
     "Der Hund-Besitzer ging gestern nach Hause.",
@@ -163,3 +172,131 @@ def test_cli_errors_are_one_line_and_exit_2(files, tmp_path):
     assert mismatched.returncode == 2
     assert mismatched.stdout == ""
     assert len(mismatched.stderr.strip().splitlines()) == 1 and "2 lines" in mismatched.stderr
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# BLEU into any target language: sacreBLEU's tokenizer for the language, or the one asked for.
+
+ZH_HYPOTHESES = ["我们明天去北京开会。", "这只猫很喜欢睡觉。", "他昨天买了一本新书。"]
+ZH_REFERENCES = ["我们明天要去北京开会。", "这只猫非常喜欢睡觉。", "他昨天买了一本新书。"]
+
+
+def _sacrebleu(hypotheses, references, tokenize):
+    metric = sacrebleu.BLEU(tokenize=tokenize)
+    score = metric.corpus_score(hypotheses, [references])
+    return score.score, metric.get_signature().format()
+
+
+def test_default_tokenizer_suits_the_target_language():
+    for lang in ("de", "fr", "en", "ru", "xx"):
+        assert check_tokenizer(lang) == "13a"
+    assert check_tokenizer("zh") == "zh" and check_tokenizer("zh-TW") == "zh"
+    # Resolving alone needs no MeCab; building them (check_tokenizer) does.
+    assert default_tokenizer("ja") == "ja-mecab" and default_tokenizer("ja_JP") == "ja-mecab"
+    assert default_tokenizer("ko") == "ko-mecab"
+    assert all(default_tokenizer(lang) in sacrebleu.BLEU.TOKENIZERS for lang in ("zh", "ja", "ko", "xx"))
+
+
+def test_chinese_is_scored_with_sacrebleus_zh_tokenizer():
+    scores = corpus_bleu(ZH_HYPOTHESES, ZH_REFERENCES, lang="zh")
+    expected, signature = _sacrebleu(ZH_HYPOTHESES, ZH_REFERENCES, "zh")
+    assert scores["tokenize"] == "zh"
+    assert scores["sacrebleu"] == pytest.approx(expected, abs=1e-9)
+    assert scores["signature"] == signature and "tok:zh" in signature
+    # 13a leaves each Chinese sentence nearly one "word": the figure it gives is a different one.
+    assert _sacrebleu(ZH_HYPOTHESES, ZH_REFERENCES, "13a")[0] != pytest.approx(expected)
+    assert scores["tokenized_compound_split"] is None
+
+
+def test_an_explicit_tokenizer_wins():
+    scores = corpus_bleu(ZH_HYPOTHESES, ZH_REFERENCES, lang="zh", tokenize="char")
+    expected, signature = _sacrebleu(ZH_HYPOTHESES, ZH_REFERENCES, "char")
+    assert scores["tokenize"] == "char" and scores["signature"] == signature and "tok:char" in signature
+    assert scores["sacrebleu"] == pytest.approx(expected, abs=1e-9)
+
+    default, intl = corpus_bleu(HYPOTHESES, REFERENCES), corpus_bleu(HYPOTHESES, REFERENCES, tokenize="intl")
+    assert intl["tokenize"] == "intl" and "tok:intl" in intl["signature"]
+    assert intl["sacrebleu"] == pytest.approx(_sacrebleu(HYPOTHESES, REFERENCES, "intl")[0], abs=1e-9)
+    # The paper's tokenized figures are Moses's whatever sacreBLEU tokenizes with.
+    for key in ("tokenized", "tokenized_uncased", "tokenized_compound_split", "tokenized_compound_split_uncased"):
+        assert intl[key] == default[key]
+    assert check_tokenizer("zh", "13a") == "13a"
+
+
+def test_an_unknown_tokenizer_is_a_user_error_naming_the_valid_ones():
+    for call in (lambda: check_tokenizer("de", "moses"), lambda: corpus_bleu(["a"], ["a"], tokenize="moses")):
+        with pytest.raises(UserError, match="unknown BLEU tokenizer 'moses'") as error:
+            call()
+        message = str(error.value)
+        assert "\n" not in message
+        assert all(name in message for name in sacrebleu.BLEU.TOKENIZERS)
+
+
+@pytest.mark.parametrize("lang, tokenizer_module, extra", [
+    ("ja", "tokenizer_ja_mecab", "ja"),
+    ("ko", "tokenizer_ko_mecab", "ko"),
+])
+def test_a_missing_optional_package_is_a_user_error_saying_what_to_install(monkeypatch, lang, tokenizer_module,
+                                                                             extra):
+    # sacreBLEU sets MeCab to None where its import failed: as if `sacrebleu[ja]` / `[ko]` were not installed.
+    module = importlib.import_module(f"sacrebleu.tokenizers.{tokenizer_module}")
+    monkeypatch.setattr(module, "MeCab", None)
+    hint = f'pip install "sacrebleu[{extra}]"'
+    for call in (lambda: check_tokenizer(lang), lambda: check_tokenizer("xx", f"{lang}-mecab"),
+                 lambda: corpus_bleu(["a"], ["a"], lang=lang), lambda: BleuScorer(lang)):
+        with pytest.raises(UserError, match=re.escape(hint)) as error:
+            call()
+        assert "\n" not in str(error.value) and f"'{lang}-mecab'" in str(error.value)
+
+
+def test_sentencepiece_tokenizers_say_what_is_missing(monkeypatch, tmp_path):
+    from sacrebleu.tokenizers import tokenizer_spm
+
+    monkeypatch.setitem(sys.modules, "sentencepiece", None)  # import sentencepiece fails
+    with pytest.raises(UserError, match="needs packages that are not installed: pip install sentencepiece"):
+        check_tokenizer("xx", "flores200")
+    monkeypatch.delitem(sys.modules, "sentencepiece")
+
+    def offline(url, path):
+        raise urllib.error.URLError("Name or service not known")
+
+    monkeypatch.setattr(tokenizer_spm, "SACREBLEU_DIR", str(tmp_path))
+    monkeypatch.setattr(tokenizer_spm, "download_file", offline)
+    with pytest.raises(UserError, match="'flores101' cannot get its model .*: Name or service not known"):
+        check_tokenizer("xx", "flores101")
+
+
+def test_bleu_scorer_passes_the_tokenizer_through_and_records_it():
+    scorer = BleuScorer("zh")
+    assert scorer.tokenize == "zh"
+    scores = scorer(ZH_HYPOTHESES, ZH_REFERENCES, ["-"] * 3)["bleu"]
+    assert scores["tokenize"] == "zh" and scores["lang"] == "zh"
+    assert scores["sacrebleu"] == pytest.approx(_sacrebleu(ZH_HYPOTHESES, ZH_REFERENCES, "zh")[0], abs=1e-9)
+    chars = BleuScorer("zh", tokenize="char")(ZH_HYPOTHESES, ZH_REFERENCES, ["-"] * 3)["bleu"]
+    assert chars["tokenize"] == "char" and "tok:char" in chars["signature"]
+    assert BleuScorer("de")(HYPOTHESES, REFERENCES, ["-"] * 4)["bleu"] == corpus_bleu(HYPOTHESES, REFERENCES)
+    with pytest.raises(UserError, match="unknown BLEU tokenizer"):
+        BleuScorer("de", tokenize="13b")
+
+
+def test_cli_tokenize(tmp_path):
+    hyp, ref = _write(tmp_path / "hyp.zh", ZH_HYPOTHESES), _write(tmp_path / "ref.zh", ZH_REFERENCES)
+    for flags, tokenizer in ((["--lang=zh"], "zh"), (["--lang=zh", "--tokenize=char"], "char")):
+        ours = run_cli("bleu", f"--translation={hyp}", f"--reference={ref}", *flags)
+        theirs = _run("sacrebleu", str(ref), "-i", str(hyp), "-f", "text", "-tok", tokenizer)
+        assert ours.returncode == 0 and theirs.returncode == 0, ours.stderr + theirs.stderr
+        assert ours.stdout.splitlines()[0] == theirs.stdout.strip()
+        assert f"tok:{tokenizer}" in ours.stdout
+
+    bad = run_cli("bleu", f"--translation={hyp}", f"--reference={ref}", "--tokenize=moses", "--json")
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert len(bad.stderr.strip().splitlines()) == 1
+    assert ": error: unknown BLEU tokenizer 'moses'" in bad.stderr and "13a" in bad.stderr
+
+
+@pytest.mark.skipif(importlib.util.find_spec("MeCab") is not None, reason="MeCab is installed here")
+def test_cli_japanese_without_its_extras_is_one_line(tmp_path):
+    hyp, ref = _write(tmp_path / "hyp.ja", ["猫が好きです。"]), _write(tmp_path / "ref.ja", ["猫が好きです。"])
+    result = run_cli("bleu", f"--translation={hyp}", f"--reference={ref}", "--lang=ja")
+    assert result.returncode == 2 and result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1 and 'pip install "sacrebleu[ja]"' in result.stderr

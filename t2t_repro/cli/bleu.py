@@ -1,8 +1,10 @@
 """t2t-repro-bleu: scores a translation file against a reference file as sacreBLEU and as the paper's BLEU.
 
     t2t-repro-bleu --translation=newstest2014.decoded.de --reference=newstest2014.de [--lang=de] [--json]
+    t2t-repro-bleu --translation=test.decoded.zh --reference=test.zh --lang=zh [--tokenize=zh]
 
-The first line is what `sacrebleu REFERENCE -i TRANSLATION -f text` prints (score and signature); the
+The first line is what `sacrebleu REFERENCE -i TRANSLATION -f text [-tok TOKENIZE]` prints (score and
+signature), with sacreBLEU's tokenizer for --lang unless --tokenize names another; the
 others are the tokenized BLEU of the paper's Table 2 (Moses tokenization, cased, compound splitting for German),
 its uncased variants (Unicode lowercasing, unlike multi-bleu.perl -lc: the last line says so).
 """
@@ -18,6 +20,9 @@ def build_parser():
     parser.add_argument("--translation", required=True, help="system output, one detokenized sentence per line")
     parser.add_argument("--reference", required=True, help="reference translations, line-aligned")
     parser.add_argument("--lang", default="de", help="target language code (Moses tokenizer; de: compound split)")
+    parser.add_argument("--tokenize", default=None,
+                        help="sacreBLEU's tokenizer: 13a, intl, char, none, zh, ja-mecab, ko-mecab, flores200... "
+                             "(default: zh for zh, ja-mecab for ja, ko-mecab for ko, else 13a)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     return parser
 
@@ -43,7 +48,7 @@ def _main(argv):
     args = build_parser().parse_args(argv)
     from t2t_repro.evaluate.bleu import file_bleu
 
-    scores = file_bleu(args.translation, args.reference, lang=args.lang)
+    scores = file_bleu(args.translation, args.reference, lang=args.lang, tokenize=args.tokenize)
     print(json.dumps(scores, sort_keys=True) if args.json else format_report(scores))
     return 0
 

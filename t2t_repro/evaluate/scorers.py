@@ -13,18 +13,25 @@ files on which an external tool (evalb.c) gives the same figures.
 from t2t_repro.data import ptb_tree
 from t2t_repro.errors import UserError
 from t2t_repro.evaluate import evalb
-from t2t_repro.evaluate.bleu import corpus_bleu
+from t2t_repro.evaluate.bleu import check_tokenizer, corpus_bleu
 from t2t_repro.evaluate.evalb_files import evalb_line
 
 
 class BleuScorer:
-    """Translation (section 6.1, Table 2): sacreBLEU and the paper's tokenized BLEU into `lang`."""
+    """Translation (section 6.1, Table 2): sacreBLEU and the paper's tokenized BLEU into `lang`.
 
-    def __init__(self, lang):
+    `tokenize` is sacreBLEU's tokenizer for the detokenized score, None for the one that suits `lang` (zh,
+    ja-mecab, ko-mecab, else 13a). It is checked here (`check_tokenizer`), so that a problem made with a
+    tokenizer that cannot run fails when it is made, not at the first evaluation hours into training; the
+    figures name it ("tokenize", and the sacreBLEU signature).
+    """
+
+    def __init__(self, lang, tokenize=None):
         self.lang = lang
+        self.tokenize = check_tokenizer(lang, tokenize)
 
     def __call__(self, hypotheses, references, sources):
-        return {"bleu": corpus_bleu(hypotheses, references, lang=self.lang)}
+        return {"bleu": corpus_bleu(hypotheses, references, lang=self.lang, tokenize=self.tokenize)}
 
     def headline(self, scores):
         return "bleu", scores["bleu"]["sacrebleu"]
