@@ -1,20 +1,43 @@
 """Every registered problem and hparams set, looked up by name.
 
     problem = catalog.get_problem("wmt_ende")
+    problem = catalog.get_problem("translate_files", "source_language=en,target_language=de,vocab_size=8000")
     hparams = catalog.get_hparams("transformer_big")
 
 Importing this module imports `t2t_repro.problems` and `t2t_repro.hparams`, whose explicit import lists register
-everything; an import error there is never swallowed.
+everything; an import error there is never swallowed. A user's own are added by `t2t_repro.usr_dir`.
 """
+
+import dataclasses
 
 from t2t_repro import hparams as _registered_hparams  # noqa: F401 - registers the hparams sets
 from t2t_repro import problems as _registered_problems  # noqa: F401 - registers the problems
+from t2t_repro.errors import UserError
 from t2t_repro.registry import HPARAMS, PROBLEMS, description
+from t2t_repro.settings import apply_overrides, describe
+from t2t_repro.usr_dir import imported_names
 
 
-def get_problem(name):
-    """Returns a new instance of the registered Problem `name`."""
-    return PROBLEMS.get(name)()
+def problem_settings(name, overrides=""):
+    """The settings of the registered problem `name` with `overrides` ("key=value,...") applied and checked."""
+    settings_class = PROBLEMS.get(name).settings_class
+    if overrides and not dataclasses.fields(settings_class):
+        raise UserError(f"problem {name} takes no settings (--problem_overrides={overrides!r}); its data is fixed "
+                        "by its definition: translate_files and parse_files take settings, see --problem_help")
+    return apply_overrides(settings_class(), overrides, f"problem {name} setting")
+
+
+def get_problem(name, overrides=""):
+    """Returns a new instance of the registered Problem `name` with the settings `overrides` ("key=value,...")."""
+    return PROBLEMS.get(name)(problem_settings(name, overrides))
+
+
+def problem_help(name, overrides=""):
+    """Every setting of the problem `name` with its value (overrides applied) and its help."""
+    settings = problem_settings(name, overrides)
+    if not dataclasses.fields(settings):
+        return f"problem {name} takes no settings: {description(PROBLEMS.get(name))}"
+    return f"problem {name}: {description(PROBLEMS.get(name))}\n{describe(settings)}"
 
 
 def get_hparams(name):
@@ -23,11 +46,14 @@ def get_hparams(name):
 
 
 def registry_help():
-    """A listing of every registered problem and hparams set with its one-line description."""
+    """A listing of every registered problem and hparams set with its one-line description; those registered
+    by a user directory (--t2t_usr_dir) are marked "[t2t_usr_dir]"."""
     lines = []
-    for title, registry in (("Problems", PROBLEMS), ("Hparams sets", HPARAMS)):
+    user = imported_names()
+    for title, registry, kind in (("Problems", PROBLEMS, "problems"), ("Hparams sets", HPARAMS, "hparams")):
         lines.append(f"{title}:")
         width = max((len(n) for n in registry.names()), default=0)
         for name in registry.names():
-            lines.append(f"  {name.ljust(width)}  {description(registry.get(name))}")
+            mark = "[t2t_usr_dir] " if name in user[kind] else ""
+            lines.append(f"  {name.ljust(width)}  {mark}{description(registry.get(name))}")
     return "\n".join(lines)

@@ -14,7 +14,8 @@ import dataclasses
 import json
 
 from t2t_repro.errors import UserError
-from t2t_repro.settings import check_fields, check_interval, field_types, parse_value, setting
+from t2t_repro import settings
+from t2t_repro.settings import check_fields, check_interval, setting
 
 _DROPOUT = dict(minimum=0.0)
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -115,7 +116,7 @@ class HParams:
 
     def differing_keys(self, other):
         """Names of the fields whose values differ between two HParams."""
-        return [name for name in field_names() if getattr(self, name) != getattr(other, name)]
+        return settings.differing_keys(self, other)
 
 
 def field_names():
@@ -124,22 +125,9 @@ def field_names():
 
 def parse_overrides(text):
     """Parses "key=value,key=value" into a dict typed by the HParams fields."""
-    types = field_types(HParams)
-    values = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        if "=" not in item:
-            raise UserError(f"hparams override {item!r}: expected key=value")
-        name, raw = (s.strip() for s in item.split("=", 1))
-        if name not in types:
-            raise UserError(f"unknown hparams key {name!r}; valid keys: {', '.join(field_names())}")
-        if name in values:
-            raise UserError(f"hparams override {name} is given twice; give each key once")
-        values[name] = parse_value(f"hparams override {name}", raw, types[name])
-    return values
+    return settings.parse_overrides(HParams, text, "hparams")
 
 
 def apply_overrides(hparams, text):
     """Returns `hparams` with the overrides in `text` ("key=value,...") applied and validated."""
-    if not text:
-        return hparams
-    return dataclasses.replace(hparams, **parse_overrides(text))
+    return settings.apply_overrides(hparams, text, "hparams")

@@ -4,10 +4,15 @@
     def transformer_base() -> HParams: ...
 
 The registered modules are imported by explicit lists in `t2t_repro.problems` and `t2t_repro.hparams`;
-`t2t_repro.catalog` imports both and looks names up (`catalog.get_hparams("transformer_base")`).
+`t2t_repro.catalog` imports both and looks names up (`catalog.get_hparams("transformer_base")`). A user's own
+problems and hparams sets register with the same decorators from a directory given as `--t2t_usr_dir`
+(`t2t_repro.usr_dir`). A registration mistake (a name that is not snake_case, a name registered twice) is a
+UserError naming where each definition is, since it is usually made in the user's code.
 """
 
 import difflib
+import inspect
+import os
 import re
 
 from t2t_repro.errors import UserError
@@ -23,10 +28,11 @@ class Registry:
         self._entries = {}
 
     def register(self, name, obj):
-        if not _SNAKE_CASE.match(name):
-            raise ValueError(f"{self.kind} name {name!r} is not snake_case")
+        if not isinstance(name, str) or not _SNAKE_CASE.match(name):
+            raise UserError(f"{self.kind} name {name!r} ({definition_place(obj)}) is not snake_case (e.g. my_problem)")
         if name in self._entries:
-            raise ValueError(f"{self.kind} {name!r} is registered twice")
+            raise UserError(f"{self.kind} {name!r} is registered twice: by {definition_place(self._entries[name])} "
+                            f"and by {definition_place(obj)}; rename one")
         self._entries[name] = obj
         return obj
 
@@ -56,6 +62,18 @@ def register_problem(cls):
 def register_hparams(fn):
     """Function decorator: registers a function returning HParams under the function's name."""
     return HPARAMS.register(fn.__name__, fn)
+
+
+def definition_place(obj):
+    """Where a registered class or function is defined: "path/to/file.py:12 (Name)", or its qualified name."""
+    name = getattr(obj, "__qualname__", type(obj).__name__)
+    try:
+        path = inspect.getsourcefile(obj)
+        line = inspect.getsourcelines(obj)[1]
+    except (OSError, TypeError):
+        return f"{getattr(obj, '__module__', '?')}.{name}"
+    relative = os.path.relpath(path)
+    return f"{path if relative.startswith('..') else relative}:{line} ({name})"
 
 
 def description(obj):

@@ -7,6 +7,7 @@ choices respected, integers positive unless declared otherwise; `check_interval`
 """
 
 import dataclasses
+import difflib
 import math
 import typing
 
@@ -89,6 +90,50 @@ def parse_value(name, text, kind):
         return kind(text.strip())
     except ValueError:
         raise UserError(f"{name}={text!r}: expected a value of type {kind.__name__}") from None
+
+
+def parse_overrides(settings_class, text, what):
+    """Parses "key=value,key=value" into a dict typed by the fields of `settings_class`; `what` names the
+    settings in messages ("hparams", "problem setting"). An unknown key is refused naming the closest field
+    names, a key given twice is refused, and a value must parse as its field's type."""
+    types = {f.name: field_types(settings_class)[f.name] for f in dataclasses.fields(settings_class) if f.metadata}
+    values = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        if "=" not in item:
+            raise UserError(f"{what} override {item!r}: expected key=value")
+        name, raw = (s.strip() for s in item.split("=", 1))
+        if name not in types:
+            raise UserError(f"unknown {what} key {name!r}; {_closest_names(name, types)}")
+        if name in values:
+            raise UserError(f"{what} override {name} is given twice; give each key once")
+        values[name] = parse_value(f"{what} override {name}", raw, types[name])
+    return values
+
+
+def _closest_names(name, names):
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
+    listing = f"closest: {', '.join(close)}; " if close else ""
+    return f"{listing}valid keys: {', '.join(names)}" if names else "it takes no settings"
+
+
+def apply_overrides(settings, text, what):
+    """`settings` (a frozen settings dataclass) with the overrides in `text` ("key=value,...") applied; the new
+    values are validated by the dataclass."""
+    if not text:
+        return settings
+    return dataclasses.replace(settings, **parse_overrides(type(settings), text, what))
+
+
+def differing_keys(saved, current):
+    """Names of the fields whose values differ between two settings of one dataclass."""
+    return [f.name for f in dataclasses.fields(saved) if getattr(saved, f.name) != getattr(current, f.name)]
+
+
+def dict_differences(saved, now, saved_word="saved"):
+    """"key: saved X, now Y, ..." for each key whose value differs between the dicts `saved` and `now` (a key
+    missing from one is None there); "" when they agree."""
+    keys = sorted(key for key in set(saved) | set(now) if saved.get(key) != now.get(key))
+    return ", ".join(f"{key}: {saved_word} {saved.get(key)!r}, now {now.get(key)!r}" for key in keys)
 
 
 def describe(settings):

@@ -41,8 +41,10 @@ TINY_RUN_FLAGS = [
 ]
 
 
-def write_parallel_corpus(directory, sizes=(("train", 300), ("dev", 20), ("test", 20)), seed=0):
-    """Line-aligned {split}.en / {split}.de files: word-by-word translation with the last two words swapped."""
+def write_parallel_corpus(directory, sizes=(("train", 300), ("dev", 20), ("test", 20)), seed=0,
+                          languages=("en", "de")):
+    """Line-aligned {split}.<source> / {split}.<target> files (`languages`, by default en and de): word-by-word
+    translation with the last two words swapped."""
     rng = random.Random(seed)
     directory.mkdir(parents=True, exist_ok=True)
     for split, count in sizes:
@@ -53,8 +55,8 @@ def write_parallel_corpus(directory, sizes=(("train", 300), ("dev", 20), ("test"
             translated[-2:] = translated[-2:][::-1]
             english.append(" ".join(words))
             german.append(" ".join(translated))
-        (directory / f"{split}.en").write_text("\n".join(english) + "\n", encoding="utf-8")
-        (directory / f"{split}.de").write_text("\n".join(german) + "\n", encoding="utf-8")
+        (directory / f"{split}.{languages[0]}").write_text("\n".join(english) + "\n", encoding="utf-8")
+        (directory / f"{split}.{languages[1]}").write_text("\n".join(german) + "\n", encoding="utf-8")
     return directory
 
 

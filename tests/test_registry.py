@@ -13,13 +13,22 @@ def test_unknown_hparams_name_lists_closest():
         catalog.get_hparams("transformer_bsae")
 
 
-def test_registry_rejects_duplicates_and_bad_names():
+def _first():
+    pass
+
+
+def _second():
+    pass
+
+
+def test_registry_rejects_duplicates_naming_both_definitions_and_bad_names():
     table = registry.Registry("thing")
-    table.register("a_thing", object())
-    with pytest.raises(ValueError):
-        table.register("a_thing", object())
-    with pytest.raises(ValueError):
-        table.register("CamelCase", object())
+    table.register("a_thing", _first)
+    with pytest.raises(UserError, match=r"'a_thing' is registered twice: by .*test_registry.py:\d+ \(_first\) and "
+                                        r"by .*test_registry.py:\d+ \(_second\)"):
+        table.register("a_thing", _second)
+    with pytest.raises(UserError, match="not snake_case"):
+        table.register("CamelCase", _second)
 
 
 def test_registry_help_lists_every_set_with_a_description():

@@ -8,7 +8,9 @@ defaults to the run's hparams.checkpoint_average_count (5 for base, 20 for big, 
 
 import sys
 
-from t2t_repro.cli.common import ArgumentParser, quiet_tensorflow, run_main, show_info_logs
+from t2t_repro.cli.common import (
+    ArgumentParser, add_usr_dir_flag, import_usr_dir, quiet_tensorflow, run_main, show_info_logs,
+)
 
 
 def build_parser():
@@ -16,6 +18,7 @@ def build_parser():
     parser.add_argument("--output_dir", required=True, help="the training run's output_dir")
     parser.add_argument("--num_last", type=int, help="checkpoints to average (default: the run's "
                         "hparams.checkpoint_average_count)")
+    add_usr_dir_flag(parser)
     return parser
 
 
@@ -23,6 +26,7 @@ def _main(argv):
     args = build_parser().parse_args(argv)
     quiet_tensorflow()
     show_info_logs()
+    import_usr_dir(args.t2t_usr_dir)
     from t2t_repro.run import jobs
 
     print(jobs.average(args.output_dir, args.num_last))

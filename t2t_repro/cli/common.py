@@ -53,6 +53,26 @@ def settings_from_flags(args, settings_class, **fields):
     return settings_class(**given, **fields)
 
 
+def add_usr_dir_flag(parser, recorded=True):
+    """Adds --t2t_usr_dir; `recorded`: the tool reads a run or export that records its own, which the flag
+    replaces."""
+    from t2t_repro.usr_dir import FLAG_HELP
+
+    extra = "; default: the one the run (or export) was made with" if recorded else ""
+    parser.add_argument("--t2t_usr_dir", default=None, help=FLAG_HELP + extra)
+
+
+def import_usr_dir(path):
+    """Imports the user directory `path` (None: nothing), TensorFlow quietly loaded first (the user's code may
+    import it); a mistake in it is a one-line UserError."""
+    if not path:
+        return
+    quiet_tensorflow()
+    from t2t_repro.usr_dir import import_usr_dir as import_directory
+
+    import_directory(path)
+
+
 def show_info_logs():
     """Sends the library's warnings and progress logs (e.g. the throughput) to stderr, message only, unless
     the root logger already has a handler (then that one shows them)."""

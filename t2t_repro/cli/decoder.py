@@ -20,8 +20,8 @@ import sys
 import time
 
 from t2t_repro.cli.common import (
-    ArgumentParser, add_settings_flags, ctranslate2_jobs, quiet_tensorflow, run_main, settings_from_flags,
-    settings_values, show_info_logs,
+    ArgumentParser, add_settings_flags, add_usr_dir_flag, ctranslate2_jobs, import_usr_dir, quiet_tensorflow,
+    run_main, settings_from_flags, settings_values, show_info_logs,
 )
 from t2t_repro.decode_settings import DecodeSettings
 from t2t_repro.errors import UserError
@@ -45,6 +45,7 @@ def build_parser():
         "decoded line by line, each line answered at once on standard output")
     add("--decode_to_file", help="where to write the outputs of --decode_from_file (atomically)")
     add("--checkpoint", help="tensorflow engine: checkpoint prefix to decode with (default: the run's newest)")
+    add_usr_dir_flag(parser)
     add_settings_flags(parser, EngineSettings)
     add_settings_flags(parser, DecodeSettings)
     add("--batch_size", type=int, default=DEFAULT_BATCH_SIZE,
@@ -83,14 +84,17 @@ def _main(argv):
         quiet_tensorflow()
         from t2t_repro.run import jobs
     show_info_logs()
+    import_usr_dir(args.t2t_usr_dir)
     from t2t_repro.run import text_decoder
 
     if args.decode_from_file:
         text_decoder.check_file_paths(args.decode_from_file, args.decode_to_file)
     if engine.engine == CTRANSLATE2:
-        decoder = jobs.export_decoder(args.model_dir, args.output_dir, engine.threads, **decode_flags)
+        decoder = jobs.export_decoder(args.model_dir, args.output_dir, engine.threads, args.t2t_usr_dir,
+                                      **decode_flags)
     else:
-        decoder = jobs.run_decoder(args.output_dir, args.checkpoint, engine.serving_precision, **decode_flags)
+        decoder = jobs.run_decoder(args.output_dir, args.checkpoint, engine.serving_precision, args.t2t_usr_dir,
+                                   **decode_flags)
     if not args.decode_from_file:
         text_decoder.decode_interactive(decoder, sys.stdin.buffer, sys.stdout)
         return 0

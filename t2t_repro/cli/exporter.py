@@ -18,8 +18,8 @@ import json
 import sys
 
 from t2t_repro.cli.common import (
-    ArgumentParser, add_settings_flags, ctranslate2_jobs, quiet_tensorflow, run_main, settings_from_flags,
-    settings_values,
+    ArgumentParser, add_settings_flags, add_usr_dir_flag, ctranslate2_jobs, import_usr_dir, quiet_tensorflow,
+    run_main, settings_from_flags, settings_values,
 )
 from t2t_repro.decode_settings import DecodeSettings
 from t2t_repro.serve.options import CTRANSLATE2, ExportSettings
@@ -33,6 +33,7 @@ def build_parser():
     add("--export_dir", default=None, help="where versions are written (default: OUTPUT_DIR/export, or "
         "OUTPUT_DIR/export_ctranslate2 for --format=ctranslate2)")
     add("--checkpoint", default=None, help="checkpoint prefix (default: the averaged one if current, else the latest)")
+    add_usr_dir_flag(parser)
     add_settings_flags(parser, ExportSettings)
     add_settings_flags(parser, DecodeSettings, exclude=("nbest",))
     return parser
@@ -44,14 +45,16 @@ def _main(argv):
     decode_flags = settings_values(args, DecodeSettings)
     if export_settings.format == CTRANSLATE2:
         jobs = ctranslate2_jobs()
+        import_usr_dir(args.t2t_usr_dir)
         path = jobs.export(args.output_dir, args.export_dir, args.checkpoint, export_settings.weight_type,
-                           **decode_flags)
+                           args.t2t_usr_dir, **decode_flags)
     else:
         quiet_tensorflow()
+        import_usr_dir(args.t2t_usr_dir)
         from t2t_repro.run import jobs
 
         path = jobs.export(args.output_dir, args.export_dir, args.checkpoint, export_settings.serving_precision,
-                           **decode_flags)
+                           args.t2t_usr_dir, **decode_flags)
     from t2t_repro.serve.export_files import read_export_metadata
 
     metadata = read_export_metadata(path)

@@ -19,7 +19,8 @@ import signal
 import sys
 
 from t2t_repro.cli.common import (
-    ArgumentParser, add_settings_flags, ctranslate2_jobs, quiet_tensorflow, run_main, settings_from_flags,
+    ArgumentParser, add_settings_flags, add_usr_dir_flag, ctranslate2_jobs, import_usr_dir, quiet_tensorflow,
+    run_main, settings_from_flags,
 )
 from t2t_repro.serve.options import CTRANSLATE2, EngineSettings
 
@@ -49,6 +50,7 @@ def build_parser():
     add("--max_input_tokens", type=int, default=defaults.max_input_tokens,
         help="source tokens per example, EOS included (default 0: the export's max_input_length)")
     add("--verbose", action="store_true", help="log every request")
+    add_usr_dir_flag(parser)
     return parser
 
 
@@ -72,6 +74,7 @@ def _main(argv):
     else:
         quiet_tensorflow()
         from t2t_repro.run import jobs
+    import_usr_dir(args.t2t_usr_dir)
     from t2t_repro.serve.served_model import ServingLimits
     from t2t_repro.serve.server import ModelServer
 
@@ -82,9 +85,9 @@ def _main(argv):
     )
     limits.check()
     if engine.engine == CTRANSLATE2:
-        served = jobs.served_model(args.model_dir, limits, engine.threads)
+        served = jobs.served_model(args.model_dir, limits, engine.threads, args.t2t_usr_dir)
     else:
-        served = jobs.served_model(args.model_dir, limits)
+        served = jobs.served_model(args.model_dir, limits, args.t2t_usr_dir)
     try:
         server = ModelServer(served, model_name=args.model_name, host=args.host, port=args.port)
     except OSError as error:

@@ -2,8 +2,12 @@
 
     t2t-repro-trainer --problem=toy_ende --hparams=transformer_tiny --output_dir=runs/toy_ende
     t2t-repro-trainer --problem=wmt_ende --hparams=transformer_big --data_dir=D --output_dir=O
-    t2t-repro-trainer --registry_help
+    t2t-repro-trainer --problem=translate_files --problem_overrides="source_language=en,target_language=de" \
+        --manual_dir=M --hparams=transformer_base --output_dir=O     # your own corpus: M/{train,dev,test}.{en,de}
+    t2t-repro-trainer --t2t_usr_dir=DIR --problem=my_problem --hparams=my_hparams --output_dir=O
+    t2t-repro-trainer --registry_help [--t2t_usr_dir=DIR]
     t2t-repro-trainer --hparams=transformer_big --hparams_help
+    t2t-repro-trainer --problem=translate_files --problem_help
 
 Data is generated first when data_dir lacks it. Restarting the same command resumes exactly where the last
 checkpoint left off. The run ends by averaging the last checkpoints, decoding the test split, writing report.json
@@ -13,8 +17,11 @@ and exporting a SavedModel (each step can be skipped).
 import json
 import sys
 
-from t2t_repro.cli.common import ArgumentParser, add_settings_flags, quiet_tensorflow, run_main, settings_from_flags
+from t2t_repro.cli.common import (
+    ArgumentParser, add_settings_flags, import_usr_dir, quiet_tensorflow, run_main, settings_from_flags,
+)
 from t2t_repro.data.datagen_options import DatagenOptions
+from t2t_repro.errors import UserError
 from t2t_repro.run.config import RunConfig
 from t2t_repro.train.options import TrainingOptions
 
@@ -25,6 +32,9 @@ def build_parser():
     parser.add_argument("--hparams_help", action="store_true",
                         help="list every hparams field with its help and its value in --hparams (with the "
                              "overrides), then exit")
+    parser.add_argument("--problem_help", action="store_true",
+                        help="list every setting of --problem with its help and its value (with "
+                             "--problem_overrides), then exit")
     add_settings_flags(parser, RunConfig)
     add_settings_flags(parser, TrainingOptions)
     add_settings_flags(parser, DatagenOptions)
@@ -39,8 +49,15 @@ def _main(argv):
     from t2t_repro.hparams_type import apply_overrides
     from t2t_repro.settings import describe
 
+    if args.registry_help or args.problem_help or args.hparams_help:
+        import_usr_dir(args.t2t_usr_dir)
     if args.registry_help:
         print(catalog.registry_help())
+        return 0
+    if args.problem_help:
+        if not args.problem:
+            raise UserError("--problem_help needs --problem (t2t-repro-trainer --registry_help lists them)")
+        print(catalog.problem_help(args.problem, args.problem_overrides or ""))
         return 0
     if args.hparams_help:
         hparams = apply_overrides(catalog.get_hparams(args.hparams or "transformer_base"), args.hparams_overrides)

@@ -14,7 +14,9 @@ dev loss, perplexity and BLEU or F1 over the training steps, from the run's Tens
 import os
 import sys
 
-from t2t_repro.cli.common import ArgumentParser, add_settings_flags, quiet_tensorflow, run_main, settings_values
+from t2t_repro.cli.common import (
+    ArgumentParser, add_settings_flags, add_usr_dir_flag, import_usr_dir, quiet_tensorflow, run_main, settings_values,
+)
 from t2t_repro.decode_settings import DecodeSettings
 from t2t_repro.errors import UserError
 
@@ -27,6 +29,7 @@ def build_parser():
     parser.add_argument("--layer", type=int, action="append",
                         help="layer to draw, numbered from 1; repeatable (default: every layer)")
     parser.add_argument("--checkpoint", help="checkpoint prefix to restore (default: the run's newest)")
+    add_usr_dir_flag(parser)
     add_settings_flags(parser, DecodeSettings, exclude=("nbest", "max_input_length"))
     parser.add_argument("--curves", action="store_true", help="plot the training curves of the run's logs")
     return parser
@@ -52,13 +55,14 @@ def _main(argv):
         raise UserError(f"--output_dir={args.output_dir}: no such directory")
     prepare_out_dir(args.out)
     quiet_tensorflow()
+    import_usr_dir(args.t2t_usr_dir)
     written = []
     if args.sentence is not None:
         from t2t_repro.run import jobs
         from t2t_repro.visualize.attention_maps import render_attention_maps
 
         layers = args.layer
-        maps = jobs.attention_maps(args.output_dir, args.sentence, args.checkpoint, layers,
+        maps = jobs.attention_maps(args.output_dir, args.sentence, args.checkpoint, layers, args.t2t_usr_dir,
                                    **settings_values(args, DecodeSettings))
         print(f"source: {' '.join(maps.source_tokens)}")
         print(f"output: {' '.join(maps.output_tokens)}")

@@ -6,12 +6,28 @@ EOS_ID. Callers ask it, rather than switch on its kind, for its decoding default
 post-processing of decoded text (`postprocess`, described by `postprocess_note`) and its scorer (`scorer`, a
 callable handed in by the registered problem, e.g. `t2t_repro.evaluate.scorers.BleuScorer("de")`).
 
-Subclasses: `TranslationProblem` (WMT14 and toy_ende) and `ParsingProblem` (WSJ and toy_parsing).
+Subclasses: `TranslationProblem` (WMT14, toy_ende, translate_files) and `ParsingProblem` (WSJ, toy_parsing,
+parse_files).
+
+A problem may take settings, given like hparams (`--problem_overrides="vocab_size=16000"`): a frozen dataclass
+`settings_class` whose fields are declared with `t2t_repro.settings.setting` (type, help, allowed values), held
+as `problem.settings`. The paper's problems take none (`NoSettings`): their data is fixed by the paper.
 """
 
 import abc
+import dataclasses
+
+from t2t_repro.settings import check_fields
 
 SPLITS = ("train", "dev", "test")
+
+
+@dataclasses.dataclass(frozen=True)
+class NoSettings:
+    """The settings of a problem that takes none: everything about its data is fixed by its class."""
+
+    def __post_init__(self):
+        check_fields(self, "problem setting")
 
 
 class Problem(abc.ABC):
@@ -22,6 +38,19 @@ class Problem(abc.ABC):
     scorer: object  # (hypotheses, references, sources) -> figures, with .headline(figures) -> (name, value)
     postprocess_note: str  # what `postprocess` does, for export metadata
     vocab_size: int  # the requested vocabulary size (the trained one is `vocabulary(data_dir).vocab_size`)
+    settings_class = NoSettings
+
+    def __init__(self, settings=None):
+        self.settings = self.settings_class() if settings is None else settings
+
+    def settings_dict(self):
+        """The problem's settings as a JSON-ready dict (recorded with the data and in run.json)."""
+        return dataclasses.asdict(self.settings)
+
+    def data_settings(self):
+        """The settings that shape the generated data (by default all): data made with other values of these is
+        never reused."""
+        return self.settings_dict()
 
     @abc.abstractmethod
     def generate_data(self, data_dir, tmp_dir=None, manual_dir=None, workers=None):
@@ -52,6 +81,14 @@ class Problem(abc.ABC):
     @abc.abstractmethod
     def postprocess(self, decoded_text, source_text):
         """Turns a decoded target string into what is scored (parsing: a well-formed tree on the words)."""
+
+    def check_existing_data(self, data_dir, manual_dir=None):
+        """Raises UserError when data_dir holds this problem's data made otherwise than asked now (other settings,
+        another --manual_dir); nothing to check by default."""
+
+    def vocabulary_report(self, data_dir):
+        """The vocabulary's figures for report.json."""
+        return {"size": self.vocabulary(data_dir).vocab_size}
 
     def evaluate(self, hypotheses, references, sources):
         """Scores postprocessed hypotheses against references with the problem's scorer."""

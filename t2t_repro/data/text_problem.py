@@ -19,7 +19,15 @@ scored. A split left without any example is an error: training would report a me
 
 The metadata records the `data_version` that made the data (a digest of the code that reads, encodes and
 writes it, and the SentencePiece version); data of another version is regenerated, not reused. Generation is
-deterministic, so regenerating after a change that does not affect the data gives the same bytes.
+deterministic, so regenerating after a change that does not affect the data gives the same bytes. It also
+records the problem's settings (`Problem.data_settings`) and the --manual_dir the raw data came from: data made
+with other settings or from another directory is refused, naming the difference, never reused or replaced.
+
+The vocabulary is sized for the data: where vocab_size is one of the problem's settings, a size SentencePiece
+cannot reach on the corpus is an error giving the size it reaches (the paper's problems, whose sizes are
+fixed, take what the corpus gives and say so); when more than `UNUSED_WARNING_SHARE` of the pieces never occur
+in the encoded train split, datagen says so (each unused piece still costs a row of the output projection and
+the softmax at every target position).
 """
 
 import abc
@@ -42,8 +50,11 @@ from t2t_repro.data.problem import SPLITS, Problem
 from t2t_repro.data.split_writer import EncodingPool
 from t2t_repro.data.vocabulary import MODEL_SUFFIX, Vocabulary, train_vocabulary
 from t2t_repro.errors import UserError
+from t2t_repro.settings import dict_differences
+from t2t_repro.special_tokens import EOS_ID, PAD_ID, UNK_ID
 
 VOCAB_PREFIX = "vocab"
+UNUSED_WARNING_SHARE = 0.10
 _SAMPLE_SEED = 20170612  # the paper's arXiv date; any fixed seed keeps the vocabulary reproducible
 # Modules whose code shapes the generated data besides the problem's own classes (see `data_version`).
 _ENCODING_MODULES = (records, vocabulary_module, ptb_tree, example_proto, encoding_blocks, split_writer)
@@ -116,7 +127,37 @@ class TextPairProblem(Problem):
                 f"data of problem {self.name} in {directory} is {state}; "
                 f"run t2t-repro-datagen --problem={self.name} --data_dir={data_dir}"
             )
+        self.check_existing_data(data_dir)
         return records.read_metadata(directory)
+
+    def check_existing_data(self, data_dir, manual_dir=None):
+        """Raises UserError when data_dir holds this problem's data made with other settings, or (given
+        `manual_dir`) from another --manual_dir: it would train or decode on data the user did not ask for."""
+        directory = self.problem_dir(data_dir)
+        metadata = records.read_metadata(directory)
+        if metadata is None:
+            return
+        remedy = f"use another --data_dir, or delete {directory} to generate it anew"
+        differences = dict_differences(metadata.get("problem_settings", {}), self.data_settings(), "data")
+        if differences:
+            raise UserError(f"{directory} holds data of problem {self.name} made with other problem settings "
+                            f"({differences}); {remedy}")
+        made_from = metadata.get("manual_dir")
+        if manual_dir and made_from and os.path.abspath(manual_dir) != made_from:
+            raise UserError(f"{directory} holds data of problem {self.name} made from --manual_dir={made_from}, not "
+                            f"{os.path.abspath(manual_dir)}; {remedy}")
+
+    def vocabulary_report(self, data_dir):
+        """The vocabulary's figures for report.json: its size (requested and trained) and the pieces that never
+        occur in the encoded train split (reserved ids not counted)."""
+        metadata = self.metadata(data_dir)
+        unused = metadata["splits"]["train"].get("unused_ids")
+        size = metadata["vocab_size"]
+        report = {"size": size, "requested_size": metadata.get("vocab_requested_size"),
+                  "model_type": metadata.get("vocab_model_type"), "unused_in_train": unused}
+        if unused is not None:
+            report["unused_share"] = round(unused / _ordinary_pieces(size), 4)
+        return report
 
     def vocabulary(self, data_dir):
         self.metadata(data_dir)
@@ -153,6 +194,7 @@ class TextPairProblem(Problem):
         start = time.perf_counter()
         final_dir = self.problem_dir(data_dir)
         version = self.data_version()
+        self.check_existing_data(data_dir, manual_dir)
         if records.is_complete(final_dir, verify_checksums=True, data_version=version):
             return self._summary(records.read_metadata(final_dir), final_dir, True, time.perf_counter() - start)
         self.check_raw_data(tmp_dir, manual_dir)
@@ -181,16 +223,20 @@ class TextPairProblem(Problem):
         )
         del sample
         _return_freed_memory()  # the peak so far, before the workers add theirs
+        self._check_vocabulary_size(vocabulary.vocab_size)
         splits = {}
         with EncodingPool(workers) as pool:
             for split in SPLITS:
                 total = train_pairs if split == "train" else None
                 splits[split] = self._write_split(pool, work_dir, split, vocabulary, tmp_dir, manual_dir, total)
+        self._report_unused_pieces(vocabulary.vocab_size, splits["train"]["unused_ids"])
         seconds = time.perf_counter() - start
         return records.write_metadata(
             work_dir,
             {
                 "problem": self.name,
+                "problem_settings": self.data_settings(),
+                "manual_dir": os.path.abspath(manual_dir) if manual_dir else None,
                 "data_version": version,
                 "vocab_size": vocabulary.vocab_size,
                 "vocab_requested_size": self.vocab_size,
@@ -202,6 +248,32 @@ class TextPairProblem(Problem):
                 "seconds": round(seconds, 3),
             },
         )
+
+    def _vocab_size_is_a_setting(self):
+        return "vocab_size" in self.data_settings()
+
+    def _check_vocabulary_size(self, trained_size):
+        """A vocab_size the user chose and the corpus cannot give is an error; a fixed one is taken as reached."""
+        if trained_size >= self.vocab_size:
+            return
+        reached = (f"SentencePiece's {self.vocab_model_type} training on this corpus reaches {trained_size:,} "
+                   f"pieces, not the {self.vocab_size:,} requested")
+        if self._vocab_size_is_a_setting():
+            raise UserError(f"problem {self.name}: vocab_size={self.vocab_size} cannot be reached: {reached}; set "
+                            f"vocab_size={trained_size} or less (--problem_overrides)")
+        print(f"{self.name}: {reached} (a fixed size; for your own corpus, translate_files or parse_files take a "
+              "vocab_size)", file=sys.stderr, flush=True)
+
+    def _report_unused_pieces(self, vocab_size, unused):
+        """Says, in one line, when more than UNUSED_WARNING_SHARE of the pieces never occur in the train split."""
+        share = unused / _ordinary_pieces(vocab_size)
+        if share <= UNUSED_WARNING_SHARE:
+            return
+        how = ("--problem_overrides=vocab_size=N" if self._vocab_size_is_a_setting()
+               else "translate_files or parse_files with vocab_size=N")
+        print(f"{self.name}: {unused:,} of the {vocab_size:,} vocabulary pieces ({share:.0%}) never occur in the "
+              f"encoded train split; each costs output-projection and softmax work at every target token: a "
+              f"vocab_size near {vocab_size - unused:,} covers the same text ({how})", file=sys.stderr, flush=True)
 
     def _stripped_pairs(self, split, tmp_dir, manual_dir):
         for source, target in self.raw_pairs(split, tmp_dir, manual_dir):
@@ -264,6 +336,11 @@ class TextPairProblem(Problem):
             pairs = sum(sum(counts.values()) for counts in splits.values())
             summary["pairs_per_s"] = round(pairs / max(seconds, 1e-9), 1)
         return summary
+
+
+def _ordinary_pieces(vocab_size):
+    """The pieces of a vocabulary that text can be encoded into: all but PAD, EOS and UNK."""
+    return max(1, vocab_size - len({PAD_ID, EOS_ID, UNK_ID}))
 
 
 def _check_split(split):

@@ -13,7 +13,7 @@ import os
 
 import tensorflow_datasets as tfds
 
-from t2t_repro.data.parallel_files import read_pairs, split_files
+from t2t_repro.data.parallel_files import SGML_SUFFIX, check_aligned, read_pairs, split_files
 from t2t_repro.data.problem import SPLITS
 from t2t_repro.data.text_problem import TextPairProblem
 from t2t_repro.decode_settings import TRANSLATION_DECODE_SETTINGS
@@ -49,8 +49,14 @@ class TranslationProblem(TextPairProblem):
         text_dir = self.raw_text_dir(tmp_dir, manual_dir)
         if text_dir is not None:
             self._check_text_dir(text_dir)
+            for split in SPLITS:  # before any long work: reading would find a misalignment only at its end
+                source_path, target_path = self.split_files(text_dir, split)
+                if not source_path.endswith(SGML_SUFFIX):
+                    check_aligned(source_path, target_path)
         elif not self.tfds_name:
-            raise UserError(f"problem {self.name} reads local files only: pass --manual_dir=DIR")
+            files = ", ".join(f"{{train,dev,test}}.{language}" for language in (self.source_language,
+                                                                                   self.target_language))
+            raise UserError(f"problem {self.name} reads local files only: pass --manual_dir=DIR with {files}")
         else:
             self._tfds_builder(tmp_dir)  # download now, so a failure shows before any long work
 

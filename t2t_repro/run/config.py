@@ -9,6 +9,11 @@ import os
 
 from t2t_repro.errors import UserError
 from t2t_repro.settings import check_fields, setting
+from t2t_repro.usr_dir import FLAG_HELP as USR_DIR_HELP
+
+
+PROBLEM_OVERRIDES_HELP = ('problem settings, e.g. "source_language=en,target_language=de,vocab_size=8000" for '
+                          "translate_files (--problem_help lists a problem's settings)")
 
 
 def default_data_dir():
@@ -24,6 +29,8 @@ class RunConfig:
     problem: str | None = setting(None, "registered problem, e.g. wmt_ende or toy_ende")
     hparams: str | None = setting(None, "registered hparams set, e.g. transformer_base")
     hparams_overrides: str = setting("", 'typed overrides, e.g. "dropout=0.3,num_layers=4"')
+    problem_overrides: str = setting("", PROBLEM_OVERRIDES_HELP)
+    t2t_usr_dir: str | None = setting(None, f"{USR_DIR_HELP}; recorded in run.json: later tools need no flag")
     train_steps: int | None = setting(None, "optimizer updates (default: the hparams set's)")
     output_dir: str | None = setting(None, "where checkpoints, summaries, reports and exports go")
     data_dir: str | None = setting(None, f"data directory (default: {default_data_dir()})")

@@ -32,11 +32,11 @@ def default_export_dir(output_dir):
     return os.path.join(output_dir, EXPORT_SUBDIR)
 
 
-def export(output_dir, export_dir=None, checkpoint=None, quantization="float32", **settings_flags):
+def export(output_dir, export_dir=None, checkpoint=None, quantization="float32", usr_dir=None, **settings_flags):
     """Exports a run as a new CTranslate2 version (default under output_dir/export_ctranslate2); returns its path.
     Settings CTranslate2 cannot express are refused before the checkpoint is read."""
     check_exportable(RunLayout(output_dir).load_hparams())
-    run = restore_run(output_dir, checkpoint)
+    run = restore_run(output_dir, checkpoint, usr_dir=usr_dir)
     settings = run.decode_settings(**settings_flags)
     return export_ctranslate2(run.model, run.vocabulary, settings, export_dir or default_export_dir(output_dir),
                               export_description(run), quantization)
@@ -48,7 +48,7 @@ def version_dir(model_dir):
     return model_dir if read_export_metadata(model_dir) else latest_version_dir(model_dir)
 
 
-def export_decoder(model_dir=None, output_dir=None, threads=0, **settings_flags):
+def export_decoder(model_dir=None, output_dir=None, threads=0, usr_dir=None, **settings_flags):
     """A TextDecoder of a CTranslate2 export: `model_dir` (a version directory, or an export directory whose
     newest version is used), by default the run's output_dir/export_ctranslate2. Decode settings are the
     export's, with the given flags on top; outputs are post-processed as the export's problem says."""
@@ -60,12 +60,12 @@ def export_decoder(model_dir=None, output_dir=None, threads=0, **settings_flags)
     model = CTranslate2Model(version_dir(model_dir), threads)
     settings = model.decode_settings(**settings_flags)
     description = f"CTranslate2 export {model.version_dir} ({model.quantization})"
-    return TextDecoder(model.search(settings), settings, model.vocabulary, export_postprocess(model.metadata),
-                       description)
+    return TextDecoder(model.search(settings), settings, model.vocabulary,
+                       export_postprocess(model.metadata, usr_dir), description)
 
 
-def served_model(model_dir, limits, threads=0):
+def served_model(model_dir, limits, threads=0, usr_dir=None):
     """The newest CTranslate2 version under `model_dir`, ready to serve with `limits`; a parsing model answers
     trees (its problem's post-processing)."""
     backend = CTranslate2Backend(latest_version_dir(model_dir), threads)
-    return ServedModel(backend, limits, postprocess=export_postprocess(backend.metadata))
+    return ServedModel(backend, limits, postprocess=export_postprocess(backend.metadata, usr_dir))

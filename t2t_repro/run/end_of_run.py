@@ -4,6 +4,7 @@ Section 6.1: base models are evaluated as the average of the last 5 checkpoints 
 decoded with beam search (beam 4, alpha 0.6, max length input + 50 for translation; section 6.3 for parsing).
 """
 
+from t2t_repro import catalog
 from t2t_repro.run import jobs
 from t2t_repro.run.layout import RunLayout
 from t2t_repro.run.restore import restore_run
@@ -22,6 +23,8 @@ def finish_run(output_dir, training, average=True, test=True, export=True):
     if average:
         checkpoint = report["averaged_checkpoint"] = jobs.average(output_dir)
     run = restore_run(output_dir, checkpoint) if test or export else None  # one model for both
+    problem = run.problem if run else catalog.get_problem(info.problem, info.problem_overrides)
+    report["vocabulary"] = problem.vocabulary_report(info.data_dir)
     if test:
         report.update(jobs.decode_test_split(run))
     if export:

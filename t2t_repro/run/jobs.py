@@ -31,11 +31,11 @@ def average(output_dir, num_last=None):
     return average_checkpoints(layout.checkpoint_dir, layout.averaged_dir, hparams, num_last)
 
 
-def run_decoder(output_dir, checkpoint=None, precision="float32", **settings_flags):
+def run_decoder(output_dir, checkpoint=None, precision="float32", usr_dir=None, **settings_flags):
     """A TextDecoder of a run's model (TensorFlow beam search), restored from `checkpoint` (default: the
     averaged one when current, else the latest) to compute in `precision`, with the problem's decode settings
-    and the given flags."""
-    run = restore_run(output_dir, checkpoint, precision)
+    and the given flags. `usr_dir`: a --t2t_usr_dir that replaces the one the run recorded."""
+    run = restore_run(output_dir, checkpoint, precision, usr_dir)
     settings = run.decode_settings(**settings_flags)
     return TextDecoder(tensorflow_search(run.model, settings), settings, run.vocabulary, run.problem.postprocess,
                        run.checkpoint)
@@ -75,6 +75,9 @@ def export_description(run):
         "problem": run.info.problem,
         "hparams_set": run.info.hparams_set,
         "hparams_overrides": run.info.hparams_overrides,
+        "problem_overrides": run.info.problem_overrides,
+        "t2t_usr_dir": run.info.t2t_usr_dir,
+        "usr_names": run.info.usr_names,
         "checkpoint": os.path.abspath(run.checkpoint),
         "step": checkpoint_step(run.checkpoint),
         "training_precision": run.hparams.precision,
@@ -82,10 +85,11 @@ def export_description(run):
     }
 
 
-def export(output_dir, export_dir=None, checkpoint=None, precision="float32", **settings_flags):
+def export(output_dir, export_dir=None, checkpoint=None, precision="float32", usr_dir=None, **settings_flags):
     """Exports a run as a new SavedModel version (default under output_dir/export) whose graph computes in
     `precision` (float32 by default, whatever the run trained in); returns its path."""
-    return export_run(restore_run(output_dir, checkpoint, precision), precision, export_dir, **settings_flags)
+    run = restore_run(output_dir, checkpoint, precision, usr_dir)
+    return export_run(run, precision, export_dir, **settings_flags)
 
 
 def export_run(run, precision="float32", export_dir=None, **settings_flags):
@@ -95,16 +99,17 @@ def export_run(run, precision="float32", export_dir=None, **settings_flags):
                               {**export_description(run), "serving_precision": precision})
 
 
-def served_model(model_dir, limits):
+def served_model(model_dir, limits, usr_dir=None):
     """The newest SavedModel version under `model_dir`, ready to serve with `limits` (TensorFlow engine); a
-    parsing model answers trees (its problem's post-processing)."""
+    parsing model answers trees (its problem's post-processing, found through `usr_dir` or the user directory
+    the export records when the problem is the user's)."""
     backend = SavedModelBackend(latest_version_dir(model_dir))
-    return ServedModel(backend, limits, postprocess=export_postprocess(backend.metadata))
+    return ServedModel(backend, limits, postprocess=export_postprocess(backend.metadata, usr_dir))
 
 
-def attention_maps(output_dir, sentence, checkpoint=None, layers=None, **settings_flags):
+def attention_maps(output_dir, sentence, checkpoint=None, layers=None, usr_dir=None, **settings_flags):
     """The attention maps of a run for `sentence` (decoded with the problem's settings, or the flags)."""
-    run = restore_run(output_dir, checkpoint)
+    run = restore_run(output_dir, checkpoint, usr_dir=usr_dir)
     if layers and not all(1 <= layer <= run.hparams.num_layers for layer in layers):
         raise UserError(f"--layer={layers}: this model's layers are numbered 1 to {run.hparams.num_layers}")
     settings = run.decode_settings(**settings_flags)

@@ -2,7 +2,8 @@
 
     output_dir/
       hparams.json          the resolved HParams of the run
-      run.json              problem, hparams set, overrides, data_dir, command line, environment (device,
+      run.json              problem and its settings, hparams set, overrides, data_dir, the user directory
+                            (--t2t_usr_dir) and the names it registered, command line, environment (device,
                             devices, precision, XLA)
       checkpoints/ckpt-N    training checkpoints (model, optimizer, step, data position), keep last K
       averaged/ckpt-N       the average of the last K training checkpoints (model weights only)
@@ -20,6 +21,7 @@ import os
 from t2t_repro.errors import UserError
 from t2t_repro.hparams_type import HParams
 from t2t_repro.safe_write import write_json
+from t2t_repro.settings import dict_differences
 from t2t_repro.train.checkpoints import checkpoint_step, latest_checkpoint
 
 
@@ -40,6 +42,12 @@ class RunInfo:
     environment: dict = dataclasses.field(default_factory=dict)
     # sha256 of the vocabulary model the run trains with ("": not recorded, runs made before it was).
     vocabulary_sha256: str = ""
+    # The problem's settings: as given (--problem_overrides) and resolved (every setting's value).
+    problem_overrides: str = ""
+    problem_settings: dict = dataclasses.field(default_factory=dict)
+    # The user directory of problems and hparams sets (absolute path; "": none) and the names it registered.
+    t2t_usr_dir: str = ""
+    usr_names: dict = dataclasses.field(default_factory=dict)
 
 
 def vocabulary_sha256(vocabulary):
@@ -121,13 +129,13 @@ class RunLayout:
         wrong = [name for name in required if not isinstance(values[name], str)]
         if not isinstance(command_line, list) or not all(isinstance(arg, str) for arg in command_line):
             wrong.append("command_line")
-        if not isinstance(values.get("environment", {}), dict):
-            wrong.append("environment")
-        if not isinstance(values.get("vocabulary_sha256", ""), str):
-            wrong.append("vocabulary_sha256")
+        wrong += [name for name in ("environment", "problem_settings", "usr_names")
+                  if not isinstance(values.get(name, {}), dict)]
+        wrong += [name for name in ("vocabulary_sha256", "problem_overrides", "t2t_usr_dir")
+                  if not isinstance(values.get(name, ""), str)]
         if wrong:
             raise UserError(f"{self.info_file} is not a t2t-repro run description: {', '.join(wrong)} must be "
-                            "text (command_line: a list of text; environment: an object)")
+                            "text (command_line: a list of text; environment, problem_settings, usr_names: objects)")
         return RunInfo(**dict(values, command_line=tuple(command_line)))
 
     def load_hparams(self):
@@ -150,10 +158,14 @@ class RunLayout:
             raise UserError(f"--output_dir={self.output_dir} is a file, not a directory; name a directory")
         if not (os.path.exists(self.hparams_file) or os.path.exists(self.info_file)):
             return
-        saved_problem = self.load_info().problem
-        if saved_problem != info.problem:
-            raise UserError(f"{self.output_dir} holds a run of problem {saved_problem!r}, not {info.problem!r}; "
+        saved_info = self.load_info()
+        if saved_info.problem != info.problem:
+            raise UserError(f"{self.output_dir} holds a run of problem {saved_info.problem!r}, not {info.problem!r}; "
                             "use a new --output_dir")
+        details = dict_differences(saved_info.problem_settings, info.problem_settings)
+        if details:
+            raise UserError(f"{self.output_dir} holds a run with different problem settings ({details}); give the "
+                            f"same --problem_overrides ({saved_info.problem_overrides!r}) or use a new --output_dir")
         saved = self.load_hparams()
         # train_steps may grow between sessions: extending a finished run is a restart, not a new experiment.
         # Checkpoints hold float32 weights in every precision, so a run may change precision if the user asks.

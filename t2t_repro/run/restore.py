@@ -9,6 +9,7 @@ from t2t_repro.errors import UserError
 from t2t_repro.hparams_type import HParams
 from t2t_repro.model import build_transformer, half_precision_weights
 from t2t_repro.run.layout import RunInfo, RunLayout, check_vocabulary
+from t2t_repro.run.user_code import import_run_code
 from t2t_repro.train.checkpoints import restore_model
 from t2t_repro.train.precision import configure_tf32
 
@@ -32,16 +33,20 @@ class LoadedRun:
         return defaults.override(**flags)
 
 
-def restore_run(output_dir, checkpoint=None, precision="float32"):
+def restore_run(output_dir, checkpoint=None, precision="float32", usr_dir=None):
     """Rebuilds the run's model and restores its weights from `checkpoint` (default: the layout's latest).
+
+    The run's problem is rebuilt with its recorded settings; a problem or hparams set of a user directory is
+    found through the directory run.json records, or `usr_dir` (a --t2t_usr_dir flag) when given.
 
     The model computes in `precision` (a Keras dtype policy: float32, mixed_bfloat16 or mixed_float16),
     whatever precision the run trained in: its checkpoints hold float32 weights. It is for inference: in a
     mixed precision its weights are cast once to the compute dtype (`half_precision_weights`)."""
     layout = RunLayout(output_dir)
     info = layout.load_info()
+    import_run_code(info, usr_dir)
     hparams = layout.load_hparams()
-    problem = catalog.get_problem(info.problem)
+    problem = catalog.get_problem(info.problem, info.problem_overrides)
     vocabulary = problem.vocabulary(info.data_dir)
     check_vocabulary(info, vocabulary, info.data_dir)
     checkpoint = checkpoint or layout.latest_checkpoint()

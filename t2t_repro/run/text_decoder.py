@@ -20,6 +20,7 @@ from t2t_repro import catalog
 from t2t_repro.decode.decode_text import decode_file as decode_text_file
 from t2t_repro.decode.interactive import decode_interactively
 from t2t_repro.errors import UserError
+from t2t_repro.run.user_code import import_recorded
 
 logger = logging.getLogger(__name__)
 
@@ -61,14 +62,17 @@ def decode_interactive(decoder, input_stream, output_stream):
                                 decoder.postprocess)
 
 
-def export_postprocess(metadata):
-    """The post-processing of the problem an export was made from (its metadata's "problem"), or None when the
-    export does not name a problem registered here (then outputs are served as decoded)."""
+def export_postprocess(metadata, usr_dir=None):
+    """The post-processing of the problem an export was made from (its metadata's "problem", with its settings;
+    a user's problem through `usr_dir` or the user directory the metadata records), or None when the export
+    does not name a problem registered here (then outputs are served as decoded)."""
     name = metadata.get("problem")
     if not name:
         return None
+    needed = {"problems": [name]} if name in metadata.get("usr_names", {}).get("problems", []) else {}
     try:
-        return catalog.get_problem(name).postprocess
+        import_recorded(metadata.get("t2t_usr_dir", ""), needed, usr_dir, what="the export")
+        return catalog.get_problem(name, metadata.get("problem_overrides", "")).postprocess
     except UserError as error:
         logger.warning("outputs are not post-processed: %s", error)
         return None

@@ -21,7 +21,19 @@ from t2t_repro.run.data import prepare_data
 from t2t_repro.run.dev_evaluation import DevEvaluator
 from t2t_repro.run.end_of_run import finish_run
 from t2t_repro.run.layout import RunInfo, RunLayout, check_vocabulary, vocabulary_sha256
+from t2t_repro.run.user_code import import_given, import_run_code
 from t2t_repro.train.trainer import Trainer
+
+
+def run_usr_dir(config):
+    """Imports the run's user directory: --t2t_usr_dir, else (a restart) the one its run.json records; returns
+    what run.json records of it (absolute path, names registered)."""
+    layout = RunLayout(config.output_dir)
+    if not config.t2t_usr_dir and os.path.isfile(layout.info_file):
+        info = layout.load_info()
+        import_run_code(info)
+        return info.t2t_usr_dir, info.usr_names
+    return import_given(config.t2t_usr_dir)
 
 
 def resolve_hparams(config):
@@ -35,16 +47,19 @@ def resolve_hparams(config):
 def train_run(config, options, datagen=DatagenOptions()):
     """Trains the run `config` describes; returns the report (None on workers other than the chief).
     `datagen` says how missing data is generated (`t2t_repro.data.datagen_options.DatagenOptions`)."""
+    usr_dir, usr_names = run_usr_dir(config)
     hparams = resolve_hparams(config)
-    problem = catalog.get_problem(config.problem)
+    problem = catalog.get_problem(config.problem, config.problem_overrides)
     data_dir = config.resolved_data_dir
     trainer = Trainer(hparams, problem, options)  # first: it sets up the tf.distribute strategy
     layout = RunLayout(config.output_dir)
     info = RunInfo(config.problem, config.hparams, config.hparams_overrides, os.path.abspath(data_dir),
-                   tuple(config.command_line), trainer.environment())
+                   tuple(config.command_line), trainer.environment(), problem_overrides=config.problem_overrides,
+                   problem_settings=problem.settings_dict(), t2t_usr_dir=usr_dir, usr_names=usr_names)
     if trainer.chief:
         # Before data generation, which may take hours.
         layout.check_restart(hparams, info, config.allow_precision_change)
+    problem.check_existing_data(data_dir, config.manual_dir)
     prepare_data(problem, data_dir, config.tmp_dir, config.manual_dir, datagen, chief=trainer.chief)
     problem.check_max_length(data_dir, hparams.max_length)
     evaluator = None

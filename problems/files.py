@@ -1,0 +1,141 @@
+"""Problems for your own files, no Python needed: any parallel corpus (translate_files) and any treebank
+(parse_files), with their settings given on the command line like hparams:
+
+    t2t-repro-trainer --problem=translate_files \
+        --problem_overrides="source_language=en,target_language=ja,vocab_size=16000" \
+        --manual_dir=M --data_dir=D --output_dir=O --hparams=transformer_base
+    t2t-repro-trainer --problem=parse_files --manual_dir=T --data_dir=D --output_dir=O --hparams=transformer_parsing
+
+translate_files reads `M/{train,dev,test}.<source_language>` and `.<target_language>` (one sentence per line,
+line-aligned; dev and test may be SGML: `{dev,test}.<language>.sgm`) and is scored by BLEU into the target
+language (sacreBLEU with the tokenizer that suits it, and the paper's tokenized BLEU; compound splitting for
+German only, section 6.1). parse_files reads `T/{train,dev,test}.mrg` (Penn Treebank bracketed trees, any
+layout of lines) or `T/{train,dev,test}.trees` (one tree per line), cleans the trees as WSJ's are and is scored
+by EVALB F1 (section 6.3). `t2t-repro-trainer --problem=translate_files --problem_help` lists the settings.
+
+Both share one vocabulary between source and target, as the paper does (section 5.1): each side having its
+own vocabulary is not offered (it would take a second tokenizer through datagen, decoding and both export
+formats).
+"""
+
+import dataclasses
+import os
+import re
+
+from t2t_repro.data import ptb_tree
+from t2t_repro.data.parsing import ParsingProblem
+from t2t_repro.data.problem import SPLITS
+from t2t_repro.data.translation import TranslationProblem
+from t2t_repro.errors import UserError
+from t2t_repro.evaluate.scorers import BleuScorer, ParseF1Scorer
+from t2t_repro.registry import register_problem
+from t2t_repro.settings import check_fields, setting
+
+_LANGUAGE_CODE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}")
+_VOCAB_SIZE_HELP = "SentencePiece vocabulary size, one vocabulary for source and target (section 5.1)"
+_SAMPLE_HELP = "sentences (source and target counted apart) sampled from train to learn the vocabulary from"
+TREEBANK_SUFFIXES = (".mrg", ".trees")
+
+
+@dataclasses.dataclass(frozen=True)
+class TranslateFilesSettings:
+    """The settings of translate_files."""
+
+    source_language: str | None = setting(None, "source language code (required): the files are "
+                                                "<split>.<source_language>")
+    target_language: str | None = setting(None, "target language code (required): the files are "
+                                                "<split>.<target_language>; BLEU's tokenizer suits it")
+    vocab_size: int = setting(8000, _VOCAB_SIZE_HELP)
+    vocab_model_type: str = setting("bpe", "bpe (the paper's EN-DE) or unigram (word pieces, the paper's EN-FR)",
+                                    choices=("bpe", "unigram"))
+    vocab_sample_sentences: int = setting(2_000_000, _SAMPLE_HELP)
+    bleu_tokenizer: str = setting("", "sacreBLEU tokenizer of the detokenized BLEU (empty: the one that suits "
+                                      "target_language: zh, ja-mecab, ko-mecab, else 13a)")
+
+    def __post_init__(self):
+        check_fields(self, "problem translate_files setting")
+        for name in ("source_language", "target_language"):
+            code = getattr(self, name)
+            if code is not None and not _LANGUAGE_CODE.fullmatch(code):
+                raise UserError(f"problem translate_files setting {name}={code!r}: a language code is a letter "
+                                "then letters, digits, - or _ (it names the files: train.<code>)")
+        if self.source_language is not None and self.source_language == self.target_language:
+            raise UserError(f"problem translate_files: source_language and target_language are both "
+                            f"{self.source_language!r}; they name the files train.<language>, so they must differ")
+
+
+@register_problem
+class TranslateFiles(TranslationProblem):
+    """Your own parallel corpus: M/{train,dev,test}.<source_language> and .<target_language>, any language pair."""
+
+    name = "translate_files"
+    settings_class = TranslateFilesSettings
+
+    def __init__(self, settings=None):
+        super().__init__(settings)
+        missing = [name for name in ("source_language", "target_language") if getattr(self.settings, name) is None]
+        if missing:
+            raise UserError(f"problem translate_files needs {' and '.join(missing)}: e.g. "
+                            '--problem_overrides="source_language=en,target_language=de" for files '
+                            "{train,dev,test}.en and .de in --manual_dir")
+        self.scorer = BleuScorer(self.target_language, self.settings.bleu_tokenizer or None)
+
+    source_language = property(lambda self: self.settings.source_language)
+    target_language = property(lambda self: self.settings.target_language)
+    vocab_size = property(lambda self: self.settings.vocab_size)
+    vocab_model_type = property(lambda self: self.settings.vocab_model_type)
+    vocab_sample_sentences = property(lambda self: self.settings.vocab_sample_sentences)
+
+    def data_settings(self):
+        """All settings but the BLEU tokenizer, which changes the scoring and not the data."""
+        return {key: value for key, value in self.settings_dict().items() if key != "bleu_tokenizer"}
+
+
+@dataclasses.dataclass(frozen=True)
+class ParseFilesSettings:
+    """The settings of parse_files."""
+
+    vocab_size: int = setting(8000, _VOCAB_SIZE_HELP + "; brackets and Penn Treebank tags are single pieces")
+    vocab_sample_sentences: int = setting(2_000_000, _SAMPLE_HELP)
+
+    def __post_init__(self):
+        check_fields(self, "problem parse_files setting")
+
+
+@register_problem
+class ParseFiles(ParsingProblem):
+    """Your own treebank: T/{train,dev,test}.mrg (or .trees, a tree a line), scored by EVALB F1 as WSJ."""
+
+    name = "parse_files"
+    settings_class = ParseFilesSettings
+    scorer = ParseF1Scorer()
+    vocab_size = property(lambda self: self.settings.vocab_size)
+    vocab_sample_sentences = property(lambda self: self.settings.vocab_sample_sentences)
+
+    def split_file(self, tree_dir, split):
+        """The one treebank file of a split: `<split>.mrg` or `<split>.trees`; UserError when there is none or
+        both."""
+        found = [os.path.join(tree_dir, split + suffix) for suffix in TREEBANK_SUFFIXES
+                 if os.path.isfile(os.path.join(tree_dir, split + suffix))]
+        if len(found) > 1:
+            raise UserError(f"{tree_dir} holds both {split}.mrg and {split}.trees; keep one")
+        if not found:
+            raise UserError(f"{tree_dir} lacks {split}.mrg (or {split}.trees); problem {self.name} expects "
+                            f"{{train,dev,test}}.mrg there (Penn Treebank bracketed trees)")
+        return found[0]
+
+    def treebank_files(self, split, tmp_dir, manual_dir):
+        if manual_dir is None:
+            raise UserError(f"problem {self.name} reads your treebank: pass --manual_dir=DIR with "
+                            "{train,dev,test}.mrg (or .trees, one tree per line)")
+        if not os.path.isdir(manual_dir):
+            raise UserError(f"--manual_dir={manual_dir} is not a directory; problem {self.name} expects "
+                            "{train,dev,test}.mrg there")
+        return [self.split_file(os.fspath(manual_dir), split)]
+
+    def check_raw_data(self, tmp_dir, manual_dir):
+        for split in SPLITS:
+            (path,) = self.treebank_files(split, tmp_dir, manual_dir)
+            if next(ptb_tree.iter_treebank_file(path), None) is None:
+                raise UserError(f"{path} holds no tree with words; problem {self.name} needs Penn Treebank "
+                                "bracketed trees in every split, e.g. (S (NP (NNP John)) (VP (VBZ runs)) (. .))")
