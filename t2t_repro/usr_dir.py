@@ -19,12 +19,12 @@ import os
 import sys
 import traceback
 
+from t2t_repro import hparams as _built_in_hparams  # noqa: F401 - registered before the user's, which may import them
+from t2t_repro import problems as _built_in_problems  # noqa: F401
 from t2t_repro.errors import UserError
 from t2t_repro.registry import HPARAMS, PROBLEMS
 
 MODULE_PREFIX = "t2t_repro_usr"
-FLAG_HELP = ("directory (Python package) or .py file of your own problems and hparams sets, registered with "
-             "t2t_repro.registry's decorators (T2T_REPRO_VERBOSE=1 shows the traceback of an error in it)")
 VERBOSE_VARIABLE = "T2T_REPRO_VERBOSE"
 _IMPORTED = {}  # absolute path -> the names its import registered
 

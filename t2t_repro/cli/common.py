@@ -56,10 +56,10 @@ def settings_from_flags(args, settings_class, **fields):
 def add_usr_dir_flag(parser, recorded=True):
     """Adds --t2t_usr_dir; `recorded`: the tool reads a run or export that records its own, which the flag
     replaces."""
-    from t2t_repro.usr_dir import FLAG_HELP
+    from t2t_repro.run.config import USR_DIR_HELP
 
     extra = "; default: the one the run (or export) was made with" if recorded else ""
-    parser.add_argument("--t2t_usr_dir", default=None, help=FLAG_HELP + extra)
+    parser.add_argument("--t2t_usr_dir", default=None, help=USR_DIR_HELP + extra)
 
 
 def import_usr_dir(path):

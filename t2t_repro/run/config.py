@@ -9,11 +9,14 @@ import os
 
 from t2t_repro.errors import UserError
 from t2t_repro.settings import check_fields, setting
-from t2t_repro.usr_dir import FLAG_HELP as USR_DIR_HELP
 
 
 PROBLEM_OVERRIDES_HELP = ('problem settings, e.g. "source_language=en,target_language=de,vocab_size=8000" for '
                           "translate_files (--problem_help lists a problem's settings)")
+
+
+USR_DIR_HELP = ("directory (Python package) or .py file of your own problems and hparams sets, registered with "
+                "t2t_repro.registry's decorators (T2T_REPRO_VERBOSE=1 shows the traceback of an error in it)")
 
 
 def default_data_dir():
