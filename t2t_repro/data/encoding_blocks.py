@@ -8,7 +8,8 @@ tf.train.Example. `t2t_repro.data.split_writer` then gives shard s, from each bl
 examples whose number in the whole split is s mod num_shards: exactly the round-robin of a single pass.
 
 Dev and test blocks keep every pair and also write the pairs' text (`<block file>.jsonl`). Train blocks drop a
-pair with an empty side or with a side longer than `max_tokens` ids (EOS included), and count them.
+pair with an empty side or with a side longer than `max_tokens` ids (EOS included), and count them. A block also
+reports the ids its kept examples use, from which `unused_ids` counts the pieces a split never uses.
 
 Sentences are encoded word by word through a cache (`WordCache`): SentencePiece, trained as
 `t2t_repro.data.vocabulary` trains it (words split at spaces, no piece spanning two words), encodes a sentence
@@ -17,12 +18,14 @@ the ids are exactly those of encoding the whole sentence (the tests compare them
 mostly hits the cache. A sentence with two spaces in a row, or a space at either end, is encoded whole.
 
 This module imports no TensorFlow: a worker process starts in a fraction of a second and holds only its
-vocabulary and its cache.
+vocabulary and its cache. A worker ignores Ctrl-C (the main process, which gets it too, ends the run and its
+workers, with one line instead of a traceback per worker) and ends when the main process is gone (`start_worker`).
 """
 
 import dataclasses
 import json
 import os
+import signal
 import struct
 import threading
 import time
@@ -30,11 +33,12 @@ from itertools import chain
 
 from t2t_repro.data.example_proto import ExampleSerializer
 from t2t_repro.data.vocabulary import Vocabulary
-from t2t_repro.special_tokens import EOS_ID
+from t2t_repro.special_tokens import EOS_ID, PAD_ID, UNK_ID
 
 _LENGTH = struct.Struct("<I")
 _LOADED = {}  # vocabulary model path -> (WordCache, ExampleSerializer), one per worker process
 CACHE_WORDS = 1_000_000  # words a cache holds before it starts afresh (about 150 MB)
+RESERVED_IDS = (PAD_ID, EOS_ID, UNK_ID)  # not counted as unused: PAD is in no example, UNK seldom (byte fallback)
 
 
 class WordCache:
@@ -68,6 +72,12 @@ class WordCache:
                 for words, ok in zip(split, by_word)]
 
 
+def start_worker():
+    """The set-up of a worker process: Ctrl-C is left to the main process, and the worker ends with it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    watch_parent()
+
+
 def watch_parent(interval=1.0):
     """Ends this worker process when the process that started it is gone (killed, say), so none is left over."""
     parent = os.getppid()
@@ -97,7 +107,7 @@ class BlockJob:
 
 @dataclasses.dataclass(frozen=True)
 class BlockResult:
-    """What a block produced: its counts, its shortest pair and the byte offsets of its groups."""
+    """What a block produced: its counts, its shortest pair, the byte offsets of its groups and the ids it uses."""
 
     index: int
     pairs: int  # pairs read, kept or not
@@ -106,6 +116,7 @@ class BlockResult:
     dropped_too_long: int
     shortest: int | None  # the fewest ids on the longer side of a kept pair (EOS included)
     group_offsets: tuple  # num_shards + 1 offsets: group r is bytes [offsets[r], offsets[r + 1])
+    used_ids: frozenset  # the ids in the kept examples' sources and targets, EOS included
 
 
 def _tools(vocab_path):
@@ -130,6 +141,7 @@ def encode_block(job, index, pairs):
     targets = encoder.encode_batch([target for _, target in kept])
     groups = [[] for _ in range(job.num_shards)]
     texts = []
+    used = set()
     shortest = None
     count = dropped_too_long = 0
     for pair, source_ids, target_ids in zip(kept, sources, targets):
@@ -142,6 +154,8 @@ def encode_block(job, index, pairs):
         if job.keep_text:
             texts.append(json.dumps(pair, ensure_ascii=False) + "\n")
         shortest = longer if shortest is None else min(shortest, longer)
+        used.update(source_ids)
+        used.update(target_ids)
         record = serialize(source_ids, target_ids)
         groups[count % job.num_shards].append(_LENGTH.pack(len(record)) + record)
         count += 1
@@ -154,7 +168,15 @@ def encode_block(job, index, pairs):
     if job.keep_text:
         with open(job.block_path(index) + ".jsonl", "w", encoding="utf-8") as out:
             out.writelines(texts)
-    return BlockResult(index, len(pairs), count, dropped_empty, dropped_too_long, shortest, tuple(offsets))
+    return BlockResult(index, len(pairs), count, dropped_empty, dropped_too_long, shortest, tuple(offsets),
+                       frozenset(used))
+
+
+def unused_ids(vocab_path, used_ids):
+    """How many ids of the vocabulary `vocab_path`, the reserved ones aside, are not among `used_ids`: pieces
+    the data never shows the model (their embeddings only ever learn to be improbable)."""
+    vocab_size = _tools(vocab_path)[0].vocabulary.vocab_size
+    return len(set(range(vocab_size)).difference(used_ids, RESERVED_IDS))
 
 
 def read_group(path, start, end):

@@ -16,22 +16,29 @@
 The blocks, the groups and the shuffle depend only on the data, so the shards are byte-identical for any
 number of workers; `workers=1` runs everything in this process. Workers are started with "spawn" (a fresh
 interpreter that imports no TensorFlow), which is safe even after TensorFlow has started its threads.
+
+A file that cannot be written (a full disk) raises OSError, whichever process and whichever step wrote it,
+so that the caller can say so in one line; a worker process that dies (killed, out of memory) is a UserError.
 """
 
 import collections
 import concurrent.futures
+import dataclasses
+import errno
 import itertools
 import multiprocessing
 import os
 
+import tensorflow as tf
 import tqdm
 
 from t2t_repro import safe_write
 from t2t_repro.data import records
-from t2t_repro.data.encoding_blocks import encode_block, read_group, watch_parent
+from t2t_repro.data.encoding_blocks import encode_block, read_group, start_worker, unused_ids
 from t2t_repro.errors import UserError
 
 BLOCKS_IN_FLIGHT_PER_WORKER = 2
+_ERRNO_OF_REASON = {os.strerror(code): code for code in errno.errorcode}  # "No space left on device": ENOSPC
 
 
 def text_file_name(split):
@@ -74,7 +81,7 @@ class EncodingPool:
         else:
             context = multiprocessing.get_context("spawn")
             self._executor = concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=context,
-                                                                    initializer=watch_parent)
+                                                                    initializer=start_worker)
         return self
 
     def __exit__(self, *exc_info):
@@ -84,19 +91,26 @@ class EncodingPool:
         """`encode_block(job, index, block)` for each block of `blocks`, in order, with a bounded number in flight."""
         pending = collections.deque()
         limit = BLOCKS_IN_FLIGHT_PER_WORKER * self.workers
-        for index, block in enumerate(blocks):
-            pending.append(self._executor.submit(encode_block, job, index, block))
-            if len(pending) >= limit:
+        try:
+            for index, block in enumerate(blocks):
+                pending.append(self._executor.submit(encode_block, job, index, block))
+                if len(pending) >= limit:
+                    yield _result(pending.popleft())
+            while pending:
                 yield _result(pending.popleft())
-        while pending:
-            yield _result(pending.popleft())
+        finally:
+            # After a failure, the blocks still being written finish before the caller removes their directory.
+            for future in pending:
+                future.cancel()
+            concurrent.futures.wait(pending)
 
 
 def _result(future):
     try:
         return future.result()
     except concurrent.futures.process.BrokenProcessPool:
-        raise RuntimeError("a datagen worker process died (out of memory?); rerun with fewer --workers") from None
+        raise UserError("a datagen worker process died (killed, or out of memory?); nothing was published; "
+                        "rerun, with fewer --workers if memory is short") from None
 
 
 def _blocks(pairs, block_pairs):
@@ -119,15 +133,22 @@ def write_split(pool, job, out_dir, pairs, block_pairs, total=None, shuffle=Fals
         shuffle: shuffle each shard (seeded).
 
     Returns:
-        (shard file names, counts): counts has examples, dropped_empty, dropped_too_long and shortest_pair.
+        (shard file names, counts): counts has examples, dropped_empty, dropped_too_long, shortest_pair and
+        unused_ids (the vocabulary's ids, PAD, EOS and UNK aside, that no kept example of the split holds).
+
+    Raises:
+        OSError: a file could not be written (the block directory is removed all the same).
     """
     os.makedirs(job.directory)
     results = []
+    used = set()
     try:
         with tqdm.tqdm(total=total, desc=f"encoding {job.split}", unit=" pairs", mininterval=2.0,
                        unit_scale=True) as bar:
             for result in pool.map_blocks(job, _blocks(pairs, block_pairs)):
-                results.append(result)
+                # One set of used ids for the split, not one per block (hundreds of MB for WMT14's 550 blocks).
+                used.update(result.used_ids)
+                results.append(dataclasses.replace(result, used_ids=frozenset()))
                 bar.update(result.pairs)
         names = _assemble(job, out_dir, results, shuffle)
         if job.keep_text:
@@ -140,6 +161,7 @@ def write_split(pool, job, out_dir, pairs, block_pairs, total=None, shuffle=Fals
         "dropped_empty": sum(result.dropped_empty for result in results),
         "dropped_too_long": sum(result.dropped_too_long for result in results),
         "shortest_pair": min(shortest) if shortest else None,
+        "unused_ids": unused_ids(job.vocab_path, used),
     }
     return names, counts
 
@@ -158,8 +180,18 @@ def _assemble(job, out_dir, results, shuffle):
                 shard_records += read_group(job.block_path(result.index), first, end)
         if shuffle:
             shard_records = records.shuffled(shard_records, shard)
-        records.write_records(os.path.join(out_dir, name), shard_records)
+        _write_shard(os.path.join(out_dir, name), shard_records)
     return names
+
+
+def _write_shard(path, shard_records):
+    """`records.write_records`, a failure raised as the OSError that TensorFlow's error reports ("<path>; No
+    space left on device" comes as ResourceExhaustedError), as every other failed write of datagen is."""
+    try:
+        records.write_records(path, shard_records)
+    except tf.errors.OpError as error:
+        reason = error.message.rpartition("; ")[2]
+        raise OSError(_ERRNO_OF_REASON.get(reason, errno.EIO), reason, path) from None
 
 
 def _concatenate_texts(job, out_dir, results):

@@ -8,6 +8,9 @@ that finds `problem.data_ready` true reads complete data. A worker waits, saying
 the chief has published it, and gives up with a UserError after `options.data_wait_minutes`.
 """
 
+import errno
+import os
+import shutil
 import sys
 import time
 
@@ -20,14 +23,42 @@ WAIT_POLL_SECONDS = 10.0
 WAIT_REPORT_SECONDS = 300.0
 
 
-def generate_data(problem_name, data_dir, tmp_dir=None, manual_dir=None, options=DatagenOptions()):
-    """Generates (or verifies and reuses) a problem's data; returns the one-line summary."""
-    return _generate(catalog.get_problem(problem_name), data_dir, tmp_dir, manual_dir, options)
+def generate_data(problem_name, data_dir, tmp_dir=None, manual_dir=None, options=DatagenOptions(),
+                  problem_overrides=""):
+    """Generates (or verifies and reuses) the data of a problem with its settings `problem_overrides`; returns
+    the one-line summary."""
+    return _generate(catalog.get_problem(problem_name, problem_overrides), data_dir, tmp_dir, manual_dir, options)
 
 
 def _generate(problem, data_dir, tmp_dir, manual_dir, options):
-    return summary_line(problem.generate_data(data_dir, tmp_dir=tmp_dir, manual_dir=manual_dir,
-                                              workers=options.workers))
+    """The one way datagen and the trainer generate data: a file of it that cannot be written (a full disk,
+    in this process or in a datagen worker) ends in one line, the work directory already removed."""
+    try:
+        summary = problem.generate_data(data_dir, tmp_dir=tmp_dir, manual_dir=manual_dir, workers=options.workers)
+    except OSError as error:
+        if not _is_data_write_failure(error, data_dir):
+            raise
+        raise UserError(f"cannot write the data of {problem.name} to {data_dir}: {error.strerror or error}"
+                        f"{_free_space(data_dir)}; nothing was published") from None
+    return summary_line(summary)
+
+
+def _is_data_write_failure(error, data_dir):
+    """Whether `error` is a failed write of the data: out of room or over the file-size limit (only writing
+    fails so), or a failure on a file inside data_dir, which datagen fills (the raw data it reads is elsewhere)."""
+    if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return True
+    inside = os.path.abspath(data_dir) + os.sep
+    return any(name and os.path.abspath(os.fsdecode(name)).startswith(inside)
+               for name in (error.filename, error.filename2))
+
+
+def _free_space(data_dir):
+    """The " (<N> MB free there)" of the message, or nothing where data_dir cannot be asked."""
+    try:
+        return f" ({shutil.disk_usage(data_dir).free / 2**20:,.1f} MB free there)"
+    except OSError:
+        return ""
 
 
 def prepare_data(problem, data_dir, tmp_dir, manual_dir, options, chief=True, poll_seconds=WAIT_POLL_SECONDS):
