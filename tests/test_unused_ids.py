@@ -49,7 +49,7 @@ def test_unused_ids_counts_the_pieces_no_kept_example_holds(tmp_path, vocabulary
     with EncodingPool(workers) as pool:
         names, counts = write_split(pool, job, str(tmp_path), _pairs(), block_pairs=6, shuffle=True)
     used = _ids_in_records(tmp_path, names)
-    unused = set(range(vocabulary.vocab_size)) - used - {PAD_ID, EOS_ID, UNK_ID}
+    unused = set(range(vocabulary.vocab_size)) - used - {PAD_ID, EOS_ID, UNK_ID} - set(vocabulary.byte_piece_ids())
     assert counts["dropped_too_long"] == counts["dropped_empty"] == 1
     assert vocabulary.encode(RARE)[-1] in unused  # held only by the dropped pair
     assert counts["unused_ids"] == len(unused) > 0

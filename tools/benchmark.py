@@ -38,6 +38,8 @@ def build_parser(add_help=True):
     parser.add_argument("--hparams", default="transformer_base", help="registered hparams set")
     parser.add_argument("--hparams_overrides", default="", help='e.g. "num_layers=2,d_model=128"')
     parser.add_argument("--problem", help="registered problem (vocabulary size; data for the data suite)")
+    parser.add_argument("--problem_overrides", default="",
+                        help='the problem\'s settings, e.g. "source_language=en,target_language=de,vocab_size=8000"')
     parser.add_argument("--data_dir", help="where the problem's generated data is")
     parser.add_argument("--peer", help="also measure this peer implementation and report the ratio")
     parser.add_argument("--batch_sentences", type=_positive_int, default=64, help="sentences per batch")

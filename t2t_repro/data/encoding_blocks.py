@@ -173,10 +173,12 @@ def encode_block(job, index, pairs):
 
 
 def unused_ids(vocab_path, used_ids):
-    """How many ids of the vocabulary `vocab_path`, the reserved ones aside, are not among `used_ids`: pieces
+    """How many ids of the vocabulary `vocab_path`, the reserved ones and the byte-fallback pieces aside (those
+    spell characters the vocabulary lacks, which training text seldom has), are not among `used_ids`: pieces
     the data never shows the model (their embeddings only ever learn to be improbable)."""
-    vocab_size = _tools(vocab_path)[0].vocabulary.vocab_size
-    return len(set(range(vocab_size)).difference(used_ids, RESERVED_IDS))
+    vocabulary = _tools(vocab_path)[0].vocabulary
+    ignored = set(RESERVED_IDS).union(vocabulary.byte_piece_ids())
+    return len(set(range(vocabulary.vocab_size)).difference(used_ids, ignored))
 
 
 def read_group(path, start, end):

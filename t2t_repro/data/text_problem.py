@@ -148,15 +148,16 @@ class TextPairProblem(Problem):
                             f"{os.path.abspath(manual_dir)}; {remedy}")
 
     def vocabulary_report(self, data_dir):
-        """The vocabulary's figures for report.json: its size (requested and trained) and the pieces that never
-        occur in the encoded train split (reserved ids not counted)."""
+        """The vocabulary's figures for report.json: its size (requested and trained) and the ordinary pieces
+        (neither reserved nor byte fallback) that never occur in the encoded train split."""
         metadata = self.metadata(data_dir)
         unused = metadata["splits"]["train"].get("unused_ids")
-        size = metadata["vocab_size"]
-        report = {"size": size, "requested_size": metadata.get("vocab_requested_size"),
-                  "model_type": metadata.get("vocab_model_type"), "unused_in_train": unused}
-        if unused is not None:
-            report["unused_share"] = round(unused / _ordinary_pieces(size), 4)
+        ordinary = metadata.get("vocab_ordinary_pieces")
+        report = {"size": metadata["vocab_size"], "requested_size": metadata.get("vocab_requested_size"),
+                  "model_type": metadata.get("vocab_model_type"), "ordinary_pieces": ordinary,
+                  "unused_in_train": unused}
+        if unused is not None and ordinary:
+            report["unused_share"] = round(unused / ordinary, 4)
         return report
 
     def vocabulary(self, data_dir):
@@ -229,7 +230,8 @@ class TextPairProblem(Problem):
             for split in SPLITS:
                 total = train_pairs if split == "train" else None
                 splits[split] = self._write_split(pool, work_dir, split, vocabulary, tmp_dir, manual_dir, total)
-        self._report_unused_pieces(vocabulary.vocab_size, splits["train"]["unused_ids"])
+        ordinary_pieces = vocabulary.vocab_size - len({PAD_ID, EOS_ID, UNK_ID}) - len(vocabulary.byte_piece_ids())
+        self._report_unused_pieces(vocabulary.vocab_size, ordinary_pieces, splits["train"]["unused_ids"])
         seconds = time.perf_counter() - start
         return records.write_metadata(
             work_dir,
@@ -241,6 +243,7 @@ class TextPairProblem(Problem):
                 "vocab_size": vocabulary.vocab_size,
                 "vocab_requested_size": self.vocab_size,
                 "vocab_model_type": self.vocab_model_type,
+                "vocab_ordinary_pieces": ordinary_pieces,
                 "vocab_file": VOCAB_PREFIX + MODEL_SUFFIX,
                 "vocab_sha256": records.file_sha256(vocabulary.model_path),
                 "max_tokens_per_side": self.max_tokens_per_side,
@@ -264,14 +267,15 @@ class TextPairProblem(Problem):
         print(f"{self.name}: {reached} (a fixed size; for your own corpus, translate_files or parse_files take a "
               "vocab_size)", file=sys.stderr, flush=True)
 
-    def _report_unused_pieces(self, vocab_size, unused):
-        """Says, in one line, when more than UNUSED_WARNING_SHARE of the pieces never occur in the train split."""
-        share = unused / _ordinary_pieces(vocab_size)
+    def _report_unused_pieces(self, vocab_size, ordinary_pieces, unused):
+        """Says, in one line, when more than UNUSED_WARNING_SHARE of the ordinary pieces (neither reserved nor
+        byte fallback) never occur in the train split."""
+        share = unused / max(1, ordinary_pieces)
         if share <= UNUSED_WARNING_SHARE:
             return
         how = ("--problem_overrides=vocab_size=N" if self._vocab_size_is_a_setting()
                else "translate_files or parse_files with vocab_size=N")
-        print(f"{self.name}: {unused:,} of the {vocab_size:,} vocabulary pieces ({share:.0%}) never occur in the "
+        print(f"{self.name}: {unused:,} of the {ordinary_pieces:,} vocabulary pieces ({share:.0%}) never occur in the "
               f"encoded train split; each costs output-projection and softmax work at every target token: a "
               f"vocab_size near {vocab_size - unused:,} covers the same text ({how})", file=sys.stderr, flush=True)
 
@@ -336,11 +340,6 @@ class TextPairProblem(Problem):
             pairs = sum(sum(counts.values()) for counts in splits.values())
             summary["pairs_per_s"] = round(pairs / max(seconds, 1e-9), 1)
         return summary
-
-
-def _ordinary_pieces(vocab_size):
-    """The pieces of a vocabulary that text can be encoded into: all but PAD, EOS and UNK."""
-    return max(1, vocab_size - len({PAD_ID, EOS_ID, UNK_ID}))
 
 
 def _check_split(split):

@@ -81,6 +81,11 @@ class Vocabulary:
                 kept.append(token if 0 <= token < size else UNK_ID)
         return self._processor.decode(kept)
 
+    def byte_piece_ids(self):
+        """The ids of the byte-fallback pieces (<0x00> ... <0xFF>): they spell the characters the vocabulary lacks,
+        so ordinary text seldom uses them."""
+        return [token for token in range(self.vocab_size) if self._processor.is_byte(token)]
+
     def id_to_piece(self, token):
         """The piece string of one id (for inspection and tests)."""
         return self._processor.id_to_piece(int(token))

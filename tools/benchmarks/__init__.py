@@ -72,7 +72,7 @@ def resolve_vocab_size(args):
         return DEFAULT_VOCAB_SIZE
     from t2t_repro import catalog
 
-    problem = catalog.get_problem(args.problem)
+    problem = catalog.get_problem(args.problem, args.problem_overrides)
     if args.data_dir and problem.data_ready(args.data_dir):
         return problem.vocabulary(args.data_dir).vocab_size
     return problem.vocab_size

@@ -208,7 +208,7 @@ def _pipeline(problem, data_dir, hparams, batch_tokens, args):
 def run(args):
     check_peer(args, ())
     hparams = resolve_hparams(args)
-    problem = catalog.get_problem(args.problem or DEFAULT_PROBLEM)
+    problem = catalog.get_problem(args.problem or DEFAULT_PROBLEM, args.problem_overrides)
     with tempfile.TemporaryDirectory(prefix="t2t_repro_bench_data_") as scratch:
         data_dir = args.data_dir or scratch
         results = _datagen(problem, data_dir, args.tmp_dir, args.manual_dir, args.workers)
