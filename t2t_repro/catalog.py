@@ -13,7 +13,7 @@ import dataclasses
 from t2t_repro import hparams as _registered_hparams  # noqa: F401 - registers the hparams sets
 from t2t_repro import problems as _registered_problems  # noqa: F401 - registers the problems
 from t2t_repro.errors import UserError
-from t2t_repro.registry import HPARAMS, PROBLEMS, description
+from t2t_repro.registry import HPARAMS, PROBLEMS, definition_place, description
 from t2t_repro.settings import apply_overrides, describe
 from t2t_repro.usr_dir import imported_names
 
@@ -29,7 +29,8 @@ def problem_settings(name, overrides=""):
 
 def get_problem(name, overrides=""):
     """Returns a new instance of the registered Problem `name` with the settings `overrides` ("key=value,...")."""
-    return PROBLEMS.get(name)(problem_settings(name, overrides))
+    settings = problem_settings(name, overrides)
+    return _built(PROBLEMS, name, lambda problem_class: problem_class(settings))
 
 
 def problem_help(name, overrides=""):
@@ -42,7 +43,21 @@ def problem_help(name, overrides=""):
 
 def get_hparams(name):
     """Returns the HParams of the registered set `name`."""
-    return HPARAMS.get(name)()
+    return _built(HPARAMS, name, lambda hparams_set: hparams_set())
+
+
+def _built(registry, name, build):
+    """`build(registered object)`; an exception other than a UserError (a mistake in a user's problem or hparams
+    set, e.g. a misspelt field) is one line naming where the object is defined."""
+    registered = registry.get(name)
+    try:
+        return build(registered)
+    except UserError:
+        raise
+    except Exception as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else "(no message)"
+        raise UserError(f"{registry.kind} {name} ({definition_place(registered)}) failed: "
+                        f"{type(error).__name__}: {reason}") from None
 
 
 def registry_help():

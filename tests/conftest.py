@@ -81,6 +81,14 @@ def run_cli_in_process(module, *args):
     return subprocess.CompletedProcess([module, *argv], status, stdout.getvalue(), stderr.getvalue())
 
 
+def decode_with_cli(output_dir, source, target):
+    """The lines t2t-repro-decoder (a short search: extra_length 3) writes into `target` for the file `source`."""
+    result = run_cli("decoder", f"--output_dir={output_dir}", f"--decode_from_file={source}",
+                     f"--decode_to_file={target}", "--extra_length=3", "--quiet")
+    assert result.returncode == 0, result.stderr
+    return target.read_text(encoding="utf-8").splitlines()
+
+
 def copy_run(run, directory):
     """A copy of the output_dir `run` at directory/run, for a test to damage or extend."""
     copy = directory / "run"

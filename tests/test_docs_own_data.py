@@ -346,7 +346,7 @@ def test_datagen_makes_and_records_the_data_and_says_when_pieces_go_unused(runs)
     result = _succeeded(runs["datagen vocab 8000"])
     assert re.fullmatch(r"translate_files: generated train 3,000, dev 20, test 20 examples; vocab 8,000; .*",
                         result.stdout.strip())
-    assert_shows(result.stderr, [shown_line("docs/own_data.md", "translate_files: 3,020 of the 8,000")])
+    assert_shows(result.stderr, [shown_line("docs/own_data.md", "translate_files: 3,020 of the 7,741")])
     metadata = json.loads((runs["data"]["datagen vocab 8000"] / "translate_files" / "metadata.json").read_text())
     assert metadata["problem_settings"] == {"source_language": "en", "target_language": "es", "vocab_size": 8000,
                                             "vocab_model_type": "bpe", "vocab_sample_sentences": 2_000_000}
@@ -375,7 +375,7 @@ def test_hparams_help_shows_the_example_set(runs):
 def test_the_example_problem_generates_its_data_at_the_size_the_corpus_gives(runs):
     result = _succeeded(runs["example datagen"])
     assert "translate_en_es_local: generated train 300, dev 20, test 20 examples" in result.stdout
-    assert re.search(r"reaches \d+ pieces, not the 4,000 requested \(a fixed size;", result.stderr), result.stderr
+    assert re.search(r"reaches \d+ pieces, not the 4,000 requested \(its class fixes vocab_size;", result.stderr), result.stderr
 
 
 def test_the_tsv_problem_of_the_page_lists_its_settings_and_generates_its_data(runs):

@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from conftest import TINY_RUN_FLAGS, run_cli, run_cli_in_process, write_parallel_corpus
+from conftest import TINY_RUN_FLAGS, decode_with_cli, run_cli, run_cli_in_process, write_parallel_corpus
 from t2t_repro import catalog
 from t2t_repro.data.toy.grammar import Grammar, iter_sentences
 from t2t_repro.errors import UserError
@@ -59,11 +59,7 @@ def test_translate_files_runs_end_to_end_and_records_its_settings(translate_run,
 
 
 def test_the_decoder_finds_the_problem_settings_in_the_run(translate_run, corpus, tmp_path):
-    output = tmp_path / "out.pt"
-    result = run_cli("decoder", f"--output_dir={translate_run / 'run'}", f"--decode_from_file={corpus / 'dev.en'}",
-                     f"--decode_to_file={output}", "--extra_length=4", "--quiet")
-    assert result.returncode == 0, result.stderr
-    assert len(output.read_text(encoding="utf-8").splitlines()) == 20
+    assert len(decode_with_cli(translate_run / "run", corpus / "dev.en", tmp_path / "out.pt")) == 20
 
 
 def test_a_restart_with_other_problem_settings_is_refused_naming_the_keys(translate_run, corpus):

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from conftest import run_cli, run_cli_in_process, write_parallel_corpus
+from conftest import decode_with_cli, run_cli, run_cli_in_process, write_parallel_corpus
 from t2t_repro.errors import UserError
 from t2t_repro.registry import HPARAMS
 from t2t_repro.usr_dir import import_usr_dir
@@ -116,12 +116,8 @@ def test_the_example_runs_from_datagen_to_decoding_and_later_tools_need_no_flag(
     assert info["usr_names"] == {"problems": ["translate_en_es_local"], "hparams": ["transformer_en_es_small"]}
     report = json.loads((example_run / "run" / "report.json").read_text())
     assert report["bleu"]["lang"] == "es" and report["problem"] == "translate_en_es_local"
-    source = example_run / "corpus" / "test.en"
-    output = example_run / "decoded.es"
-    decoded = run_cli("decoder", f"--output_dir={example_run / 'run'}", f"--decode_from_file={source}",
-                      f"--decode_to_file={output}", "--extra_length=3", "--quiet")
-    assert decoded.returncode == 0, decoded.stderr
-    assert len(output.read_text(encoding="utf-8").splitlines()) == 20
+    decoded = decode_with_cli(example_run / "run", example_run / "corpus" / "test.en", example_run / "decoded.es")
+    assert len(decoded) == 20
 
 
 def test_a_moved_or_changed_user_directory_is_named_in_one_line(example_run, tmp_path):

@@ -264,8 +264,8 @@ class TextPairProblem(Problem):
         if self._vocab_size_is_a_setting():
             raise UserError(f"problem {self.name}: vocab_size={self.vocab_size} cannot be reached: {reached}; set "
                             f"vocab_size={trained_size} or less (--problem_overrides)")
-        print(f"{self.name}: {reached} (a fixed size; for your own corpus, translate_files or parse_files take a "
-              "vocab_size)", file=sys.stderr, flush=True)
+        print(f"{self.name}: {reached} (its class fixes vocab_size; for your own files translate_files and "
+              "parse_files take it as a setting)", file=sys.stderr, flush=True)
 
     def _report_unused_pieces(self, vocab_size, ordinary_pieces, unused):
         """Says, in one line, when more than UNUSED_WARNING_SHARE of the ordinary pieces (neither reserved nor
@@ -274,7 +274,7 @@ class TextPairProblem(Problem):
         if share <= UNUSED_WARNING_SHARE:
             return
         how = ("--problem_overrides=vocab_size=N" if self._vocab_size_is_a_setting()
-               else "translate_files or parse_files with vocab_size=N")
+               else "the problem class's vocab_size; translate_files and parse_files take it as a setting")
         print(f"{self.name}: {unused:,} of the {ordinary_pieces:,} vocabulary pieces ({share:.0%}) never occur in the "
               f"encoded train split; each costs output-projection and softmax work at every target token: a "
               f"vocab_size near {vocab_size - unused:,} covers the same text ({how})", file=sys.stderr, flush=True)
