@@ -83,22 +83,27 @@ def test_data_made_with_other_settings_or_from_another_directory_is_never_reused
     assert (data / "translate_files" / "metadata.json").read_text() == before
 
 
-def test_serving_the_export_answers_a_request(translate_run, corpus):
-    server = subprocess.Popen(
-        [sys.executable, "-m", "t2t_repro.cli.serve", f"--model_dir={translate_run / 'run' / 'export'}",
-         "--model_name=en_pt", "--port=0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def _served_answer(export_dir, sentence):
+    """What `t2t-repro-serve --model_dir=export_dir` (the real command, on a free port) answers for `sentence`."""
+    server = subprocess.Popen([sys.executable, "-m", "t2t_repro.cli.serve", f"--model_dir={export_dir}",
+                               "--model_name=mine", "--port=0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
     try:
         line = server.stdout.readline()
         assert " at http://" in line, line + server.stderr.read()
         url = line.split(" at ")[1].strip()
-        request = urllib.request.Request(f"{url}:predict", data=json.dumps({"instances": ["the cat sees"]}).encode(),
+        request = urllib.request.Request(f"{url}:predict", data=json.dumps({"instances": [sentence]}).encode(),
                                          headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=120) as response:
-            answer = json.loads(response.read())
-        assert len(answer["predictions"]) == 1 and isinstance(answer["predictions"][0]["outputs"], str)
+            (answer,) = json.loads(response.read())["predictions"]
+        return answer
     finally:
         server.terminate()
         server.wait(timeout=60)
+
+
+def test_serving_the_export_answers_a_request(translate_run):
+    assert isinstance(_served_answer(translate_run / "run" / "export", "the cat sees")["outputs"], str)
 
 
 # parse_files -------------------------------------------------------------------------------------------------
@@ -122,12 +127,16 @@ def test_parse_files_runs_end_to_end_and_scores_by_evalb(tmp_path):
     treebank = _write_treebank(tmp_path / "treebank")
     result = run_cli("trainer", "--problem=parse_files", "--problem_overrides=vocab_size=500",
                      f"--manual_dir={treebank}", f"--data_dir={tmp_path / 'data'}", f"--output_dir={tmp_path / 'run'}",
-                     *TINY_TRAINING, "--skip_export")
+                     *TINY_TRAINING)
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads((tmp_path / "run" / "report.json").read_text())
     assert 0 <= report["f1"] <= 100 and report["test_sentences"] == 10
     decoded = (tmp_path / "run" / "test_decoded.txt").read_text().splitlines()
     assert len(decoded) == 10 and all(line.startswith("(") for line in decoded)
+    # The server puts the decoded tree onto the request's words: the problem's post-processing, found through
+    # the export's metadata (its settings included).
+    answer = _served_answer(tmp_path / "run" / "export", "Kim sees the dog .")
+    assert answer["outputs"].startswith("(") and "Kim" in answer["outputs"] and "raw_outputs" in answer
 
 
 # Bad input: one line, exit 2, nothing written ------------------------------------------------------------------
