@@ -9,6 +9,7 @@ setup(
     description='A TensorFlow 2 / Keras 3 reproduction of "Attention Is All You Need" in the tensor2tensor style.',
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
+    license="Apache-2.0",
     python_requires=">=3.10",
     packages=find_packages(include=["t2t_repro", "t2t_repro.*"]) + ["t2t_repro.problems", "t2t_repro.hparams"],
     # problems/ and hparams/ live at the top of the repository but install inside the t2t_repro namespace,

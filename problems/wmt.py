@@ -1,4 +1,4 @@
-"""The paper's WMT 2014 translation problems (PAPER.md "Data"; section 5.1): EN->DE and EN->FR.
+"""The paper's WMT 2014 translation problems (section 5.1): EN->DE and EN->FR.
 
 Both download through TFDS (`wmt14_translate`, dev newstest2013, test newstest2014) unless `--manual_dir`
 holds the parallel text files, where dev and test may be the official SGML files as WMT distributes them

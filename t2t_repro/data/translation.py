@@ -6,7 +6,8 @@ Raw text comes from, in order:
    `{train,dev,test}.{source_language}` and `{train,dev,test}.{target_language}`, one sentence per line, where
    dev and test may instead be WMT's SGML files as distributed (`t2t_repro.data.parallel_files`);
 2. otherwise the TFDS builder `tfds_name`, downloaded and prepared in `tmp_dir` (TFDS's default directory when
-   unset): train = "train", dev = "validation" (newstest2013), test = "test" (newstest2014) (PAPER.md "Data").
+   unset): train = "train", dev = "validation" (newstest2013), test = "test" (newstest2014), the splits of
+   section 5.1 and Table 2.
 """
 
 import os

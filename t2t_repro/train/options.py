@@ -37,7 +37,7 @@ class TrainingOptions:
     log_steps: int = setting(100, "print and summarise training every this many steps")
     eval_steps: int = setting(2000, "evaluate on the dev split every this many steps")
     xla: bool = setting(False, "compile each micro-batch's forward and backward pass with XLA (faster on some "
-                        "accelerators; tools/benchmark.py --suite train --xla measures it on yours)")
+                        "accelerators; tools/benchmark.py --suite train --jit_compile both measures it on yours)")
 
     def __post_init__(self):
         check_fields(self, "training option")
