@@ -50,7 +50,7 @@ def length_penalty(length, alpha):
     return tf.pow((5.0 + tf.cast(length, tf.float32)) / 6.0, alpha)
 
 
-def _state_invariant(shape):
+def state_invariant(shape):
     """Shape invariant of a state tensor: from rank 3 the features (last axis) are fixed; every other axis may
     change (a self-attention cache [rows, h, length, d] grows by one position per step)."""
     features = [shape[-1]] if shape.rank >= 3 else []
@@ -174,7 +174,7 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_lengths, vocab
         sequences,
         pools,
         tf.TensorShape([None]),
-        tf.nest.map_structure(lambda x: _state_invariant(x.shape), states),
+        tf.nest.map_structure(lambda x: state_invariant(x.shape), states),
     )
     _, _, _, finished_seq, finished_scores, _, _ = tf.while_loop(
         not_all_done, body, loop_vars, shape_invariants=invariants

@@ -152,9 +152,11 @@ def batch_results(ids, scores):
     return [[(ids[row, k].tolist(), float(scores[row, k])) for k in range(ids.shape[1])] for row in range(len(ids))]
 
 
-def length_sorted_batches(lengths, batch_size):
-    """The indices of the lines of these lengths (None: a line not to be decoded) in batches of `batch_size`,
-    longest first: similar lengths share a batch (little padding), and memory peaks at the start."""
+def length_sorted_batches(lengths, batch_size=None):
+    """The indices of the lines of these lengths (None: a line not to be decoded) in batches of `batch_size`
+    (default DEFAULT_BATCH_SIZE), longest first: similar lengths share a batch (little padding), and memory
+    peaks at the start."""
+    batch_size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
     if batch_size < 1:
         raise UserError(f"batch_size={batch_size}: must be at least 1")
     order = sorted((i for i, length in enumerate(lengths) if length is not None), key=lambda i: -lengths[i])
@@ -197,7 +199,7 @@ def search_texts_nbest(texts, search, vocabulary, settings, postprocess=None, ba
     """
     texts, encoded = encode_sources(texts, settings, vocabulary)
     lengths = [None if ids is None else len(ids) for ids in encoded]
-    batches = length_sorted_batches(lengths, DEFAULT_BATCH_SIZE if batch_size is None else batch_size)
+    batches = length_sorted_batches(lengths, batch_size)
     nbest = settings.nbest
     results = [[Hypothesis("", 0.0)] * nbest for _ in texts]
     count = sum(map(len, batches))

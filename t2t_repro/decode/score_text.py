@@ -33,7 +33,7 @@ from tqdm import tqdm
 
 from t2t_repro.data.parallel_files import check_aligned
 from t2t_repro.decode.decode_text import (
-    DEFAULT_BATCH_SIZE, encode_line, encode_sources, length_sorted_batches, read_source_lines,
+    encode_line, encode_sources, length_sorted_batches, read_source_lines,
 )
 from t2t_repro.special_tokens import EOS_ID
 
@@ -100,7 +100,7 @@ def score_texts(sources, targets, scorer, vocabulary, settings, batch_size=None,
              for source, target in zip(encoded_sources, encoded_targets)]
     # The longer side of a pair decides the batch it joins: similar lengths both sides pad little.
     lengths = [None if pair is None else max(map(len, pair)) for pair in pairs]
-    batches = length_sorted_batches(lengths, DEFAULT_BATCH_SIZE if batch_size is None else batch_size)
+    batches = length_sorted_batches(lengths, batch_size)
     results = [PairScore()] * len(pairs)
     with tqdm(total=sum(map(len, batches)), unit="pair", desc="scoring", disable=not progress) as bar:
         for indices in batches:
