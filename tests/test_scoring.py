@@ -67,7 +67,7 @@ def test_scoring_the_nbest_file_gives_the_scores_the_beam_search_reported(traine
                                  f"--decode_to_file={nbest_file}", f"--nbest={NBEST}",
                                  f"--extra_length={EXTRA_LENGTH}", "--quiet")
     assert decoded.returncode == 0, decoded.stderr
-    rows = [line.split("\t", 1) for line in nbest_file.read_text(encoding="utf-8").splitlines()]
+    rows = [line.split("\t", 1) for line in nbest_file.read_text(encoding="utf-8").split("\n")[:-1]]
     source_lines = sources_file.read_text(encoding="utf-8").splitlines()
     repeated, targets = tmp_path / "repeated.en", tmp_path / "targets.de"
     repeated.write_text("".join(line + "\n" for line in source_lines for _ in range(NBEST)), encoding="utf-8")
