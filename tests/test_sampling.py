@@ -145,9 +145,7 @@ def test_one_steps_samples_follow_the_tempered_top_k_distribution(model):
 def test_sampling_errors_are_one_line_and_write_nothing(serving_run, sources_file, tmp_path, flags, message):
     target = tmp_path / "out.de"
     flags = [flag.format(tmp=tmp_path) for flag in flags]
-    if "--engine=ctranslate2" in flags:
-        pytest.importorskip("ctranslate2")
-    else:
+    if "--engine=ctranslate2" not in flags:
         flags.append(f"--output_dir={serving_run}")
     result = run_cli_in_process("decoder", f"--decode_from_file={sources_file}", f"--decode_to_file={target}",
                                 *flags)

@@ -105,6 +105,9 @@ def _check(args, engine):
                         "decoded to standard output")
     if args.sampling:
         _refuse(args, NOT_SAMPLING, "--sampling, which draws outputs instead of searching for them")
+        if engine.engine == CTRANSLATE2:
+            raise UserError("--sampling needs --engine=tensorflow: the ctranslate2 engine decodes by beam search "
+                            "(its own sampling draws from other random streams and scores tempered probabilities)")
     if engine.engine == CTRANSLATE2:
         if args.checkpoint:
             raise UserError("--checkpoint is for the tensorflow engine: a CTranslate2 export holds one checkpoint "
@@ -145,7 +148,7 @@ def _main(argv):
         text_decoder.check_file_paths(args.decode_from_file, args.decode_to_file)
     if engine.engine == CTRANSLATE2:
         decoder = jobs.export_decoder(args.model_dir, args.output_dir, engine.threads, args.t2t_usr_dir,
-                                      sampling=sampling, **decode_flags)
+                                      **decode_flags)
     else:
         decoder = jobs.run_decoder(args.output_dir, args.checkpoint, engine.serving_precision, args.t2t_usr_dir,
                                    sampling=sampling, **decode_flags)

@@ -48,12 +48,10 @@ def version_dir(model_dir):
     return model_dir if read_export_metadata(model_dir) else latest_version_dir(model_dir)
 
 
-def export_decoder(model_dir=None, output_dir=None, threads=0, usr_dir=None, sampling=None, **settings_flags):
+def export_decoder(model_dir=None, output_dir=None, threads=0, usr_dir=None, **settings_flags):
     """A TextDecoder of a CTranslate2 export: `model_dir` (a version directory, or an export directory whose
     newest version is used), by default the run's output_dir/export_ctranslate2. Decode settings are the
     export's, with the given flags on top; outputs are post-processed as the export's problem says."""
-    if sampling is not None and sampling.sampling:
-        raise UserError("--sampling needs --engine=tensorflow")
     if model_dir is None:
         if output_dir is None:
             raise UserError("give --model_dir (a CTranslate2 export) or --output_dir (a run with one in "
