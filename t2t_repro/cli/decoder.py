@@ -6,7 +6,7 @@ A text file is decoded into another, or standard input line by line.
     t2t-repro-decoder --output_dir=O                      # interactive: each line of stdin answered on stdout
     t2t-repro-decoder --engine=ctranslate2 --model_dir=O/export_ctranslate2/1 --decode_from_file=F --decode_to_file=G
     t2t-repro-decoder --output_dir=O --decode_from_file=F --decode_to_file=G --sampling=topp:0.9 --seed=1 --nbest=4
-    t2t-repro-decoder --output_dir=O --decode_from_file=newstest2014.en --score_file=newstest2014.de [--decode_to_file=S]
+    t2t-repro-decoder --output_dir=O --decode_from_file=newstest2014.en --score_file=newstest2014.de   # scores
 
 With the tensorflow engine (the default) the model is restored from the run's averaged checkpoint when it is
 as new as the last training checkpoint, else from the last training checkpoint, or from --checkpoint, and

@@ -7,7 +7,8 @@
 A batch search is a function `search(sources) -> results`: `sources` a list of source id lists, each ending
 in EOS; `results` per source, its `settings.nbest` hypotheses best first, each (target ids, score), the ids
 ending in EOS or cut at the maximum length (PAD after the end is allowed). `tensorflow_search(model, settings)`
-is the project's beam search over a Keras model; other engines (CTranslate2) provide their own.
+is the project's beam search over a Keras model, `t2t_repro.decode.sampling.sampling_search` its sampler;
+other engines (CTranslate2) provide their own.
 
 Sentences are stripped of surrounding whitespace and encoded (with the EOS the training data ends every
 source with), sorted by length and decoded in batches by beam search (`t2t_repro.decode.beam_search`),
