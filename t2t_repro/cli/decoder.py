@@ -22,17 +22,17 @@ and each line is answered on standard output as soon as it is decoded (tensor2te
 Sampling (--sampling=topk:K or topp:P, --temperature=T, default 1, --seed=S, default 0) replaces the beam
 search by ancestral sampling with the model's cache: each token is drawn from softmax(logits / T) restricted to
 the K most likely tokens, or to the fewest most likely tokens whose probability reaches P (nucleus). With
---nbest=N it draws N samples per input, most likely first, each "<log-probability>\t<text>" (the model's
+--nbest=N it draws N samples per input, most likely first, each "<log-probability>\\t<text>" (the model's
 log-probability of the sample, not length-normalised). topk:1 is greedy decoding: the outputs of --beam_size=1.
-A sentence's samples depend only on the seed, the model and the sentence (not on the batch or its line), so the
-same command gives the same output.
+A sentence's samples depend only on the seed, the model and the sentence, not on its batch (which changes their
+scores within float rounding) nor on its line, and the same command gives the same output.
 
 Scoring (--score_file=TGT, line-aligned with --decode_from_file=SRC) decodes nothing: for each pair it writes
-"<log P(TGT | SRC)>\t<tokens>\t<score>", the log-probability of the target given the source under the model
+"<log P(TGT | SRC)>\\t<tokens>\\t<score>", the log-probability of the target given the source under the model
 (teacher-forced, EOS included; in float32 or --serving_precision), its token count with EOS, and the score the
 beam search would give it, log P / ((5 + tokens) / 6) ** alpha (section 6.1), to --decode_to_file or standard
 output, and the corpus perplexity exp(-sum log P / sum tokens) to standard error. Sources are read as decoding
-reads them; an empty source line is not scored ("0.000000\t0\t0.000000"). The beam search's own outputs score
+reads them; an empty source line is not scored ("0.000000\\t0\\t0.000000"). The beam search's own outputs score
 what it reported for them when their text encodes back to the same tokens. Scoring needs the tensorflow engine.
 """
 

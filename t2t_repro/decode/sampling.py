@@ -19,9 +19,10 @@ its outputs are the greedy search's.
 
 Randomness: every sample owns a stream of uniform numbers, one a step, from a stateless generator seeded by
 the seed, the sample's index and the source ids (`sample_seeds`). A sentence's samples therefore depend on the
-seed, the model and the sentence alone: not on the batch it is decoded in nor on its line, so the same
-command gives the same bytes, and the interactive decoder gives a line what the file decoder gives it. The
-same sentence twice gets the same samples. A token is drawn by inverting the cumulative distribution of the
+seed, the model and the sentence alone: not on the batch it is decoded in (whose shape changes the rounding
+of their log-probabilities, in the last digits) nor on its line, so the same command gives the same bytes, and
+the interactive decoder samples for a line what the file decoder samples for it. The same sentence twice gets
+the same samples. A token is drawn by inverting the cumulative distribution of the
 kept candidates at the step's uniform number.
 """
 

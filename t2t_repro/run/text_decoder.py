@@ -82,7 +82,7 @@ def check_score_paths(source_path, target_path, output_path=None):
 
 def score_file(text_scorer, source_path, target_path, output_path=None, batch_size=None, progress=True):
     """Scores each line of `target_path` as the translation of the same line of `source_path`: one line per pair,
-    "<log P>\t<tokens>\t<score>", into `output_path` (written atomically) or, without it, standard output;
+    "<log P>\\t<tokens>\\t<score>", into `output_path` (written atomically) or, without it, standard output;
     the totals and the perplexity go to standard error. Returns the `CorpusTotal`."""
     print(f"scoring {target_path} given {source_path} with {text_scorer.description} (alpha "
           f"{text_scorer.settings.alpha})", file=sys.stderr, flush=True)
