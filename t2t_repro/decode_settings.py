@@ -1,4 +1,5 @@
-"""DecodeSettings: the beam search settings of one decoding job, validated once.
+"""DecodeSettings: the beam search settings of one decoding job, validated once; SamplingSettings: sampling
+instead of searching.
 
 Each problem has its own defaults (section 6.1 translation: beam 4, alpha 0.6, input length + 50; section 6.3
 parsing: beam 21, alpha 0.3, input length + 300); a user's flags override them:
@@ -9,9 +10,10 @@ parsing: beam 21, alpha 0.3, input length + 300); a user's flags override them:
 """
 
 import dataclasses
+import math
 
 from t2t_repro.errors import UserError
-from t2t_repro.settings import check_fields, setting
+from t2t_repro.settings import check_fields, check_interval, setting
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,3 +57,57 @@ class DecodeSettings:
 TRANSLATION_DECODE_SETTINGS = DecodeSettings(beam_size=4, alpha=0.6, extra_length=50)
 # Section 6.3.
 PARSING_DECODE_SETTINGS = DecodeSettings(beam_size=21, alpha=0.3, extra_length=300)
+
+
+TOP_K = "topk"
+TOP_P = "topp"
+
+
+@dataclasses.dataclass(frozen=True)
+class SamplingSettings:
+    """Ancestral sampling instead of beam search: each output token drawn from the model's distribution at
+    `temperature`, restricted to its K most likely tokens (topk:K) or to the nucleus, the fewest most likely
+    tokens whose probability reaches P (topp:P). `sampling` None: beam search, the paper's decoding."""
+
+    sampling: str | None = setting(
+        None, "sample instead of beam search: topk:K draws each token among the K most likely (topk:1 is greedy "
+        "decoding), topp:P among the fewest most likely whose probability reaches P (nucleus, 0 < P <= 1); with "
+        "--nbest=N, N samples per input, each scored by its log-probability",
+    )
+    temperature: float = setting(1.0, "sampling: the logits are divided by it before the softmax (> 0; below 1 "
+                                      "sharper, above 1 flatter)")
+    seed: int = setting(0, "sampling: the random seed; the same seed, model and sentence give the same samples",
+                        minimum=0)
+
+    def __post_init__(self):
+        check_fields(self, "sampling setting")
+        check_interval(self, "sampling setting", ["temperature"], 0, low_open=True)
+        if self.sampling is None:
+            if (self.temperature, self.seed) != (1.0, 0):
+                raise UserError("--temperature and --seed apply to --sampling only")
+            return
+        method, value = self.parsed
+        if method == TOP_K and value < 1:
+            raise UserError(f"--sampling={self.sampling}: K must be at least 1")
+        if method == TOP_P and not 0 < value <= 1:
+            raise UserError(f"--sampling={self.sampling}: P must be in (0, 1]")
+
+    @property
+    def parsed(self):
+        """(TOP_K, K as int) or (TOP_P, P as float); UserError for a malformed value."""
+        method, _, text = self.sampling.partition(":")
+        kind = {TOP_K: int, TOP_P: float}.get(method.strip())
+        try:
+            value = kind(text.strip())
+        except (TypeError, ValueError):
+            value = None
+        if value is None or (kind is float and not math.isfinite(value)):
+            raise UserError(f"--sampling={self.sampling!r}: expected topk:K (an integer K >= 1) or topp:P "
+                            "(0 < P <= 1)")
+        return method.strip(), value
+
+    def describe(self, settings):
+        """The sampling in words with the samples per input and longest output of `settings` (DecodeSettings)."""
+        samples = f", {settings.nbest} samples per input" if settings.nbest > 1 else ""
+        return (f"sampling {self.sampling}, temperature {self.temperature}, seed {self.seed}{samples}, "
+                f"max length input + {settings.extra_length}")

@@ -1,8 +1,12 @@
-"""t2t-repro-decoder: translates (or parses) a text file, or standard input line by line, by beam search.
+"""t2t-repro-decoder: translates (or parses) text by beam search or by sampling, or scores given translations.
+
+A text file is decoded into another, or standard input line by line.
 
     t2t-repro-decoder --output_dir=O --decode_from_file=newstest2014.en --decode_to_file=newstest2014.de.out
     t2t-repro-decoder --output_dir=O                      # interactive: each line of stdin answered on stdout
     t2t-repro-decoder --engine=ctranslate2 --model_dir=O/export_ctranslate2/1 --decode_from_file=F --decode_to_file=G
+    t2t-repro-decoder --output_dir=O --decode_from_file=F --decode_to_file=G --sampling=topp:0.9 --seed=1 --nbest=4
+    t2t-repro-decoder --output_dir=O --decode_from_file=newstest2014.en --score_file=newstest2014.de   # scores
 
 With the tensorflow engine (the default) the model is restored from the run's averaged checkpoint when it is
 as new as the last training checkpoint, else from the last training checkpoint, or from --checkpoint, and
@@ -14,6 +18,22 @@ section 6.1; parsing: 21, 0.3, +300, section 6.3), or to the CTranslate2 export'
 per input line, in order; with --nbest=N, N lines per input line, best first, each "<score>\\t<text>" where
 the score is log-probability / length penalty. Without --decode_from_file, standard input is read line by line
 and each line is answered on standard output as soon as it is decoded (tensor2tensor's --decode_interactive).
+
+Sampling (--sampling=topk:K or topp:P, --temperature=T, default 1, --seed=S, default 0) replaces the beam
+search by ancestral sampling with the model's cache: each token is drawn from softmax(logits / T) restricted to
+the K most likely tokens, or to the fewest most likely tokens whose probability reaches P (nucleus). With
+--nbest=N it draws N samples per input, most likely first, each "<log-probability>\\t<text>" (the model's
+log-probability of the sample, not length-normalised). topk:1 is greedy decoding: the outputs of --beam_size=1.
+A sentence's samples depend only on the seed, the model and the sentence, not on its batch (which changes their
+scores within float rounding) nor on its line, and the same command gives the same output.
+
+Scoring (--score_file=TGT, line-aligned with --decode_from_file=SRC) decodes nothing: for each pair it writes
+"<log P(TGT | SRC)>\\t<tokens>\\t<score>", the log-probability of the target given the source under the model
+(teacher-forced, EOS included; in float32 or --serving_precision), its token count with EOS, and the score the
+beam search would give it, log P / ((5 + tokens) / 6) ** alpha (section 6.1), to --decode_to_file or standard
+output, and the corpus perplexity exp(-sum log P / sum tokens) to standard error. Sources are read as decoding
+reads them; an empty source line is not scored ("0.000000\\t0\\t0.000000"). The beam search's own outputs score
+what it reported for them when their text encodes back to the same tokens. Scoring needs the tensorflow engine.
 """
 
 import sys
@@ -23,19 +43,25 @@ from t2t_repro.cli.common import (
     ArgumentParser, add_settings_flags, add_usr_dir_flag, ctranslate2_jobs, import_usr_dir, quiet_tensorflow,
     run_main, settings_from_flags, settings_values, show_info_logs,
 )
-from t2t_repro.decode_settings import DecodeSettings
+from t2t_repro.decode_settings import DecodeSettings, SamplingSettings
 from t2t_repro.errors import UserError
 from t2t_repro.serve.options import CTRANSLATE2, EngineSettings
 
 DEFAULT_BATCH_SIZE = 32
+# Flags with no effect on what --score_file and --sampling compute: refused there, so that none is ignored.
+NOT_SCORING = ("beam_size", "nbest", "extra_length", "unfinished_compete", "sampling", "temperature", "seed")
+NOT_SAMPLING = ("beam_size", "alpha", "unfinished_compete")
 
 
 def build_parser():
     parser = ArgumentParser(
         prog="t2t-repro-decoder",
         description=__doc__.splitlines()[0],
-        epilog="Output format: one line per input; with --nbest=N, N lines per input, each '<score>\\t<text>'. "
-               "Unset decode settings take the problem's (or the CTranslate2 export's) defaults.",
+        epilog="Output format: one line per input; with --nbest=N, N lines per input, each '<score>\\t<text>' (beam "
+               "search: log-probability / length penalty; --sampling: log-probability). --score_file: one line per "
+               "pair, '<log-probability>\\t<tokens with EOS>\\t<log-probability / length penalty>', and the "
+               "perplexity on standard error. Unset decode settings take the problem's (or the CTranslate2 "
+               "export's) defaults.",
     )
     add = parser.add_argument
     add("--output_dir", help="the training run's output_dir (required by the tensorflow engine)")
@@ -48,17 +74,40 @@ def build_parser():
     add_usr_dir_flag(parser)
     add_settings_flags(parser, EngineSettings)
     add_settings_flags(parser, DecodeSettings)
+    add_settings_flags(parser, SamplingSettings)
+    add("--score_file", help="target text line-aligned with --decode_from_file: score each pair instead of "
+        "decoding (log-probability, tokens with EOS, beam score; tab-separated) into --decode_to_file or standard "
+        "output, the perplexity to standard error; tensorflow engine")
     add("--batch_size", type=int, default=DEFAULT_BATCH_SIZE,
         help=f"sentences per batch (default {DEFAULT_BATCH_SIZE})")
     add("--quiet", action="store_true", help="no progress bar")
     return parser
 
 
+def _refuse(args, names, what):
+    """UserError for the first of the flags `names` given (not None) that does not apply to `what`."""
+    for name in names:
+        if getattr(args, name) is not None:
+            raise UserError(f"--{name} does not apply to {what}")
+
+
 def _check(args, engine):
     """UserError for flags that do not go together, before any model is loaded."""
-    if bool(args.decode_from_file) != bool(args.decode_to_file):
+    if args.score_file:
+        if not args.decode_from_file:
+            raise UserError("--score_file needs --decode_from_file, the source of each of its lines")
+        _refuse(args, NOT_SCORING, "--score_file, which scores the given targets")
+        if engine.engine == CTRANSLATE2:
+            raise UserError("--score_file needs --engine=tensorflow: it scores as the project's beam search does, "
+                            "with PAD removed from the softmax, where CTranslate2's scoring normalises over it")
+    elif bool(args.decode_from_file) != bool(args.decode_to_file):
         raise UserError("--decode_from_file and --decode_to_file go together; without both, standard input is "
                         "decoded to standard output")
+    if args.sampling:
+        _refuse(args, NOT_SAMPLING, "--sampling, which draws outputs instead of searching for them")
+        if engine.engine == CTRANSLATE2:
+            raise UserError("--sampling needs --engine=tensorflow: the ctranslate2 engine decodes by beam search "
+                            "(its own sampling draws from other random streams and scores tempered probabilities)")
     if engine.engine == CTRANSLATE2:
         if args.checkpoint:
             raise UserError("--checkpoint is for the tensorflow engine: a CTranslate2 export holds one checkpoint "
@@ -77,6 +126,7 @@ def _main(argv):
     args = build_parser().parse_args(argv)
     engine = settings_from_flags(args, EngineSettings)
     _check(args, engine)
+    sampling = settings_from_flags(args, SamplingSettings)
     decode_flags = settings_values(args, DecodeSettings)
     if engine.engine == CTRANSLATE2:
         jobs = ctranslate2_jobs()
@@ -87,6 +137,13 @@ def _main(argv):
     import_usr_dir(args.t2t_usr_dir)
     from t2t_repro.run import text_decoder
 
+    if args.score_file:
+        text_decoder.check_score_paths(args.decode_from_file, args.score_file, args.decode_to_file)
+        scorer = jobs.run_scorer(args.output_dir, args.checkpoint, engine.serving_precision, args.t2t_usr_dir,
+                                 **decode_flags)
+        text_decoder.score_file(scorer, args.decode_from_file, args.score_file, args.decode_to_file,
+                                args.batch_size, progress=not args.quiet)
+        return 0
     if args.decode_from_file:
         text_decoder.check_file_paths(args.decode_from_file, args.decode_to_file)
     if engine.engine == CTRANSLATE2:
@@ -94,7 +151,7 @@ def _main(argv):
                                       **decode_flags)
     else:
         decoder = jobs.run_decoder(args.output_dir, args.checkpoint, engine.serving_precision, args.t2t_usr_dir,
-                                   **decode_flags)
+                                   sampling=sampling, **decode_flags)
     if not args.decode_from_file:
         text_decoder.decode_interactive(decoder, sys.stdin.buffer, sys.stdout)
         return 0

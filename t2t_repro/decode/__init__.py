@@ -1,1 +1,1 @@
-"""Decoding: cached beam search and decoding text files."""
+"""Decoding: cached beam search, sampling, scoring given targets, and decoding text files."""

@@ -27,12 +27,13 @@ penalty it could still reach, cannot beat the worst hypothesis in its finished p
 independently of the others in its batch.
 
 Lengths |Y| count the generated tokens, EOS included. PAD is never generated (it pads the outputs after a
-hypothesis' end), so its probability is removed before the softmax. Beam size 1 is greedy decoding: the
-single best token is taken at every step until EOS or the maximum length.
+hypothesis' end), so its probability is removed before the softmax (`t2t_repro.decode.log_probs`). Beam size 1
+is greedy decoding: the single best token is taken at every step until EOS or the maximum length.
 """
 
 import tensorflow as tf
 
+from t2t_repro.decode.log_probs import next_token_log_probs
 from t2t_repro.decode.top_k import top_k
 from t2t_repro.special_tokens import EOS_ID, PAD_ID
 
@@ -49,7 +50,7 @@ def length_penalty(length, alpha):
     return tf.pow((5.0 + tf.cast(length, tf.float32)) / 6.0, alpha)
 
 
-def _state_invariant(shape):
+def state_invariant(shape):
     """Shape invariant of a state tensor: from rank 3 the features (last axis) are fixed; every other axis may
     change (a self-attention cache [rows, h, length, d] grows by one position per step)."""
     features = [shape[-1]] if shape.rank >= 3 else []
@@ -107,7 +108,6 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_lengths, vocab
     )
     finished_scores = tf.fill([batch, beams], _IMPOSSIBLE)
     done = tf.zeros([batch], tf.bool)
-    not_pad = tf.one_hot(PAD_ID, vocab_size, on_value=_IMPOSSIBLE, off_value=0.0)
     states = {} if states is None else states
 
     def gather_beams(values, indices):
@@ -116,7 +116,7 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_lengths, vocab
     def body(step, alive_seq, alive_log_probs, finished_seq, finished_scores, done, states):
         flat_seq = tf.reshape(alive_seq, [batch * beams, -1])
         logits, states = symbols_to_logits_fn(flat_seq, step, states)
-        log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32) + not_pad)
+        log_probs = next_token_log_probs(logits, vocab_size)
         candidates = alive_log_probs[:, :, tf.newaxis] + tf.reshape(log_probs, [batch, beams, vocab_size])
         top_log_probs, top_indices = top_k(tf.reshape(candidates, [batch, beams * vocab_size]), num_candidates)
         top_beams = top_indices // vocab_size
@@ -174,7 +174,7 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_lengths, vocab
         sequences,
         pools,
         tf.TensorShape([None]),
-        tf.nest.map_structure(lambda x: _state_invariant(x.shape), states),
+        tf.nest.map_structure(lambda x: state_invariant(x.shape), states),
     )
     _, _, _, finished_seq, finished_scores, _, _ = tf.while_loop(
         not_all_done, body, loop_vars, shape_invariants=invariants

@@ -7,7 +7,8 @@
 A batch search is a function `search(sources) -> results`: `sources` a list of source id lists, each ending
 in EOS; `results` per source, its `settings.nbest` hypotheses best first, each (target ids, score), the ids
 ending in EOS or cut at the maximum length (PAD after the end is allowed). `tensorflow_search(model, settings)`
-is the project's beam search over a Keras model; other engines (CTranslate2) provide their own.
+is the project's beam search over a Keras model, `t2t_repro.decode.sampling.sampling_search` its sampler;
+other engines (CTranslate2) provide their own.
 
 Sentences are stripped of surrounding whitespace and encoded (with the EOS the training data ends every
 source with), sorted by length and decoded in batches by beam search (`t2t_repro.decode.beam_search`),
@@ -95,17 +96,27 @@ def format_nbest(results):
             for hypothesis in per_input]
 
 
-def _encode_sources(texts, vocabulary, max_input_length):
-    """Source ids ending in EOS for each (already stripped) text; None for an empty (or unencodable) line."""
+def encode_line(text, vocabulary, number, consequence="output left empty"):
+    """The ids of one (stripped) line, or None with a warning naming line `number` and the `consequence` when
+    the vocabulary cannot encode it."""
+    try:
+        return list(vocabulary.encode(text))
+    except Exception as error:  # noqa: BLE001 - one unencodable line must not end a long decode
+        logger.warning("line %d: cannot encode (%s), %s: %s", number, error, consequence, _preview(text))
+        return None
+
+
+def encode_sources(texts, settings, vocabulary, consequence="output left empty"):
+    """(the texts stripped, as the training data is, and their source ids ending in EOS); None for an empty or
+    unencodable line. A source longer than settings.max_input_length (default DEFAULT_MAX_INPUT_LENGTH)
+    tokens with EOS is truncated with a warning naming it."""
+    max_input_length = settings.max_input_length or DEFAULT_MAX_INPUT_LENGTH
+    # Stripped: leading or trailing spaces would otherwise become tokens.
+    texts = [text.strip() for text in texts]
     encoded = []
     for number, text in enumerate(texts, 1):
-        if not text:
-            encoded.append(None)
-            continue
-        try:
-            ids = list(vocabulary.encode(text))
-        except Exception as error:  # noqa: BLE001 - one unencodable line must not end a long decode
-            logger.warning("line %d: cannot encode (%s), output left empty: %s", number, error, _preview(text))
+        ids = encode_line(text, vocabulary, number, consequence) if text else None
+        if ids is None:
             encoded.append(None)
             continue
         if len(ids) + 1 > max_input_length:
@@ -113,7 +124,7 @@ def _encode_sources(texts, vocabulary, max_input_length):
                            max_input_length, _preview(text))
             ids = ids[: max_input_length - 1]
         encoded.append(ids + [EOS_ID])
-    return encoded
+    return texts, encoded
 
 
 def _postprocess(postprocess, decoded, source, number):
@@ -127,19 +138,39 @@ def _postprocess(postprocess, decoded, source, number):
         return decoded
 
 
+def padded_batch(sequences):
+    """int32 [len(sequences), longest] of id lists, PAD after each one's end."""
+    batch = np.full([len(sequences), max(len(ids) for ids in sequences)], PAD_ID, np.int32)
+    for row, ids in enumerate(sequences):
+        batch[row, : len(ids)] = ids
+    return batch
+
+
+def batch_results(ids, scores):
+    """A batch search's results of ids [batch, n, length] and scores [batch, n] tensors: per source, n (target
+    ids, score)."""
+    ids, scores = ids.numpy(), scores.numpy()
+    return [[(ids[row, k].tolist(), float(scores[row, k])) for k in range(ids.shape[1])] for row in range(len(ids))]
+
+
+def length_sorted_batches(lengths, batch_size=None):
+    """The indices of the lines of these lengths (None: a line not to be decoded) in batches of `batch_size`
+    (default DEFAULT_BATCH_SIZE), longest first: similar lengths share a batch (little padding), and memory
+    peaks at the start."""
+    batch_size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
+    if batch_size < 1:
+        raise UserError(f"batch_size={batch_size}: must be at least 1")
+    order = sorted((i for i, length in enumerate(lengths) if length is not None), key=lambda i: -lengths[i])
+    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+
+
 def tensorflow_search(model, settings):
     """The batch search (see the module docstring) of the project's beam search over `model` (a Transformer)
     with `settings`, compiled once per model and settings."""
     search = compiled_search(model, settings)
 
     def run(sources):
-        batch = np.full([len(sources), max(len(ids) for ids in sources)], PAD_ID, np.int32)
-        for row, ids in enumerate(sources):
-            batch[row, : len(ids)] = ids
-        ids, scores = search(batch)
-        ids, scores = ids.numpy(), scores.numpy()
-        return [[(ids[row, k].tolist(), float(scores[row, k])) for k in range(settings.nbest)]
-                for row in range(len(sources))]
+        return batch_results(*search(padded_batch(sources)))
 
     run.model = model  # the compiled search holds the model weakly: whoever holds the search keeps it alive
     return run
@@ -167,32 +198,25 @@ def search_texts_nbest(texts, search, vocabulary, settings, postprocess=None, ba
 
     An empty line gives `nbest` empty hypotheses with score 0.0.
     """
-    batch_size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
-    if batch_size < 1:
-        raise UserError(f"batch_size={batch_size}: must be at least 1")
-    max_input_length = settings.max_input_length or DEFAULT_MAX_INPUT_LENGTH
+    texts, encoded = encode_sources(texts, settings, vocabulary)
+    lengths = [None if ids is None else len(ids) for ids in encoded]
+    batches = length_sorted_batches(lengths, batch_size)
     nbest = settings.nbest
-
-    # Stripped, as the training data is (leading or trailing spaces would otherwise become tokens).
-    texts = [text.strip() for text in texts]
-    encoded = _encode_sources(texts, vocabulary, max_input_length)
     results = [[Hypothesis("", 0.0)] * nbest for _ in texts]
-    # Longest first: similar lengths share a batch (little padding), and memory peaks at the start.
-    order = sorted((i for i, ids in enumerate(encoded) if ids is not None), key=lambda i: -len(encoded[i]))
+    count = sum(map(len, batches))
     started = time.perf_counter()
     output_tokens = 0
-    with tqdm(total=len(order), unit="sent", desc="decoding", disable=not progress) as bar:
-        for start in range(0, len(order), batch_size):
-            indices = order[start : start + batch_size]
+    with tqdm(total=count, unit="sent", desc="decoding", disable=not progress) as bar:
+        for indices in batches:
             for i, hypotheses in zip(indices, search([encoded[i] for i in indices])):
                 output_tokens += sum(1 for token in hypotheses[0][0] if token != PAD_ID)
                 results[i] = [Hypothesis(_postprocess(postprocess, vocabulary.decode(ids), texts[i], i + 1), score)
                               for ids, score in hypotheses[:nbest]]
             bar.update(len(indices))
-    if progress and order:
+    if progress and count:
         seconds = time.perf_counter() - started
-        logger.info("decoded %d sentences in %.1f s: %.1f sentences/s, %.0f output tokens/s", len(order), seconds,
-                    len(order) / seconds, output_tokens / seconds)
+        logger.info("decoded %d sentences in %.1f s: %.1f sentences/s, %.0f output tokens/s", count, seconds,
+                    count / seconds, output_tokens / seconds)
     return results
 
 

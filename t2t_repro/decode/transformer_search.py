@@ -13,12 +13,22 @@ self-attention cache; it gives the same hypotheses and scores and exists to chec
 """
 
 import dataclasses
-import weakref
 
 import tensorflow as tf
 
 from t2t_repro.decode.beam_search import beam_search
+from t2t_repro.decode.compiled import compiled_for_model
 from t2t_repro.special_tokens import EOS_ID, PAD_ID
+
+
+def max_output_lengths(model, inputs, extra_length):
+    """int32 [batch]: each sentence's most output tokens, its real input length (non-PAD ids) + extra_length
+    (section 6.1), at least 1 and at most the positions a model with learned positions can read."""
+    real_length = tf.reduce_sum(tf.cast(tf.not_equal(inputs, PAD_ID), tf.int32), axis=1)
+    max_lengths = tf.maximum(real_length + extra_length, 1)
+    if model.max_target_length is not None:
+        max_lengths = tf.minimum(max_lengths, model.max_target_length)
+    return max_lengths
 
 
 def search(model, inputs, settings, use_cache=True, eos_id=EOS_ID):
@@ -37,10 +47,7 @@ def search(model, inputs, settings, use_cache=True, eos_id=EOS_ID):
         scores: float32 [batch, nbest], log-probability / length_penalty(|Y|); -inf marks an empty slot.
     """
     inputs = tf.convert_to_tensor(inputs, tf.int32)
-    real_length = tf.reduce_sum(tf.cast(tf.not_equal(inputs, PAD_ID), tf.int32), axis=1)
-    max_lengths = tf.maximum(real_length + settings.extra_length, 1)
-    if model.max_target_length is not None:
-        max_lengths = tf.minimum(max_lengths, model.max_target_length)
+    max_lengths = max_output_lengths(model, inputs, settings.extra_length)
     symbols_to_logits_fn, state = model.scoring_function(inputs, settings.beam_size, use_cache)
     ids, scores = beam_search(
         symbols_to_logits_fn,
@@ -56,21 +63,12 @@ def search(model, inputs, settings, use_cache=True, eos_id=EOS_ID):
     return ids[:, : settings.nbest], scores[:, : settings.nbest]
 
 
-# Compiled searches per model and settings, so eager callers trace each configuration once.
-_COMPILED = weakref.WeakKeyDictionary()
-
-
 def compiled_search(model, settings, use_cache=True, eos_id=EOS_ID):
     """A `tf.function` inputs [batch, length] -> (ids, scores) of `search` with these settings (cached)."""
-    key = (dataclasses.replace(settings, max_input_length=None), use_cache, eos_id)  # truncation is not searching
-    per_model = _COMPILED.setdefault(model, {})
-    if key not in per_model:
-        model_ref = weakref.ref(model)  # a strong reference here would keep the model alive forever
-        per_model[key] = tf.function(
-            lambda inputs: search(model_ref(), inputs, settings, use_cache, eos_id),
-            input_signature=[tf.TensorSpec([None, None], tf.int32)],
-        )
-    return per_model[key]
+    # Truncating sources is not searching: settings that differ only there share one function.
+    key = ("beam", dataclasses.replace(settings, max_input_length=None), use_cache, eos_id)
+    return compiled_for_model(model, key, lambda model, inputs: search(model, inputs, settings, use_cache, eos_id),
+                              [tf.TensorSpec([None, None], tf.int32)])
 
 
 def beam_decode(model, inputs, settings, use_cache=True, eos_id=EOS_ID):

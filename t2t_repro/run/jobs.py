@@ -9,10 +9,12 @@ them (`LoadedRun.decode_settings`).
 import os
 
 from t2t_repro.decode.decode_text import decode_texts, tensorflow_search, write_lines
+from t2t_repro.decode.sampling import sampling_search
+from t2t_repro.decode.scoring import tensorflow_scorer
 from t2t_repro.errors import UserError
 from t2t_repro.run.layout import RunLayout
 from t2t_repro.run.restore import restore_run
-from t2t_repro.run.text_decoder import TextDecoder, export_postprocess
+from t2t_repro.run.text_decoder import TextDecoder, TextScorer, export_postprocess
 from t2t_repro.serve.export import export_saved_model
 from t2t_repro.serve.saved_model_backend import SavedModelBackend
 from t2t_repro.serve.served_model import ServedModel
@@ -31,14 +33,28 @@ def average(output_dir, num_last=None):
     return average_checkpoints(layout.checkpoint_dir, layout.averaged_dir, hparams, num_last)
 
 
-def run_decoder(output_dir, checkpoint=None, precision="float32", usr_dir=None, **settings_flags):
-    """A TextDecoder of a run's model (TensorFlow beam search), restored from `checkpoint` (default: the
-    averaged one when current, else the latest) to compute in `precision`, with the problem's decode settings
-    and the given flags. `usr_dir`: a --t2t_usr_dir that replaces the one the run recorded."""
+def run_decoder(output_dir, checkpoint=None, precision="float32", usr_dir=None, sampling=None, **settings_flags):
+    """A TextDecoder of a run's model (TensorFlow beam search, or sampling with `sampling`, a SamplingSettings
+    that names a method), restored from `checkpoint` (default: the averaged one when current, else the latest)
+    to compute in `precision`, with the problem's decode settings and the given flags. `usr_dir`: a
+    --t2t_usr_dir that replaces the one the run recorded."""
+    run = restore_run(output_dir, checkpoint, precision, usr_dir)
+    if sampling is not None and sampling.sampling:
+        # A sampler draws nbest outputs per input, one decoder row each: the rows a beam search has per input.
+        settings = run.decode_settings(**dict(settings_flags, beam_size=settings_flags.get("nbest") or 1))
+        search = sampling_search(run.model, settings, sampling)
+    else:
+        settings, sampling = run.decode_settings(**settings_flags), None
+        search = tensorflow_search(run.model, settings)
+    return TextDecoder(search, settings, run.vocabulary, run.problem.postprocess, run.checkpoint, sampling)
+
+
+def run_scorer(output_dir, checkpoint=None, precision="float32", usr_dir=None, **settings_flags):
+    """A TextScorer of a run's model, restored as `run_decoder` restores it, that scores given translations
+    with the problem's decode settings and the given flags (alpha, max_input_length)."""
     run = restore_run(output_dir, checkpoint, precision, usr_dir)
     settings = run.decode_settings(**settings_flags)
-    return TextDecoder(tensorflow_search(run.model, settings), settings, run.vocabulary, run.problem.postprocess,
-                       run.checkpoint)
+    return TextScorer(tensorflow_scorer(run.model, settings.alpha), settings, run.vocabulary, run.checkpoint)
 
 
 def decode_test_split(run):

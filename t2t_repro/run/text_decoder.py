@@ -6,9 +6,12 @@ standard input with it.
     decode_file(decoder, "newstest2014.en", "newstest2014.de")
     decode_interactive(decoder, sys.stdin.buffer, sys.stdout)
 
-A `TextDecoder` holds a batch search (`t2t_repro.decode.decode_text`), its settings, the vocabulary and the
-problem's post-processing; both engines decode text the same way from there (stripping, truncation, invalid
-UTF-8, empty lines, n-best format).
+A `TextDecoder` holds a batch search (`t2t_repro.decode.decode_text`: the beam search, or the sampler of
+`t2t_repro.decode.sampling`), its settings, the vocabulary and the problem's post-processing; both engines
+decode text the same way from there (stripping, truncation, invalid UTF-8, empty lines, n-best format).
+
+    scorer = jobs.run_scorer("runs/wmt_ende")                   # the log-probabilities of given translations
+    score_file(scorer, "newstest2014.en", "newstest2014.de")    # one line per pair on stdout; perplexity on stderr
 """
 
 import dataclasses
@@ -17,8 +20,11 @@ import os
 import sys
 
 from t2t_repro import catalog
+from t2t_repro.data.parallel_files import check_aligned
 from t2t_repro.decode.decode_text import decode_file as decode_text_file
+from t2t_repro.decode.decode_text import write_lines
 from t2t_repro.decode.interactive import decode_interactively
+from t2t_repro.decode.score_text import corpus_total, format_scores, score_text_files
 from t2t_repro.errors import UserError
 from t2t_repro.run.user_code import import_recorded
 
@@ -27,13 +33,30 @@ logger = logging.getLogger(__name__)
 
 @dataclasses.dataclass(frozen=True)
 class TextDecoder:
-    """A model ready to decode text: a batch search with `settings`, the vocabulary, the problem's
-    `postprocess` (or None) and what the model is, for messages (e.g. "checkpoint runs/x/averaged/ckpt-5")."""
+    """A model ready to decode text: a batch search with `settings` (and `sampling`, the SamplingSettings of a
+    sampling search), the vocabulary, the problem's `postprocess` (or None) and what the model is, for messages
+    (e.g. "checkpoint runs/x/averaged/ckpt-5")."""
 
     search: object
     settings: object
     vocabulary: object
     postprocess: object
+    description: str
+    sampling: object = None
+
+    def describe(self):
+        """How it decodes, in words: "beam 4, alpha 0.6, max length input + 50", or the sampling's."""
+        return self.sampling.describe(self.settings) if self.sampling else self.settings.describe()
+
+
+@dataclasses.dataclass(frozen=True)
+class TextScorer:
+    """A model ready to score given translations: a batch scorer (`t2t_repro.decode.scoring`), the decode
+    `settings` (alpha, max_input_length), the vocabulary and what the model is, for messages."""
+
+    scorer: object
+    settings: object
+    vocabulary: object
     description: str
 
 
@@ -46,9 +69,40 @@ def check_file_paths(source_path, target_path):
         raise UserError(f"{target_path}: directory {target_dir} does not exist")
 
 
+def check_score_paths(source_path, target_path, output_path=None):
+    """UserError for a missing source or target file, an output in a directory that does not exist, or source
+    and target files of different line counts (naming both), before any model is loaded."""
+    for path in (source_path, target_path):
+        if not os.path.isfile(path):
+            raise UserError(f"{path}: no such file")
+    if output_path:
+        check_file_paths(source_path, output_path)
+    check_aligned(source_path, target_path)
+
+
+def score_file(text_scorer, source_path, target_path, output_path=None, batch_size=None, progress=True):
+    """Scores each line of `target_path` as the translation of the same line of `source_path`: one line per pair,
+    "<log P>\\t<tokens>\\t<score>", into `output_path` (written atomically) or, without it, standard output;
+    the totals and the perplexity go to standard error. Returns the `CorpusTotal`."""
+    print(f"scoring {target_path} given {source_path} with {text_scorer.description} (alpha "
+          f"{text_scorer.settings.alpha})", file=sys.stderr, flush=True)
+    results = score_text_files(source_path, target_path, text_scorer.scorer, text_scorer.vocabulary,
+                               text_scorer.settings, batch_size=batch_size, progress=progress)
+    lines = format_scores(results)
+    if output_path:
+        write_lines(output_path, lines)
+    else:
+        sys.stdout.write("".join(line + "\n" for line in lines))
+        sys.stdout.flush()
+    total = corpus_total(results)
+    print(f"scored {total.pairs} of {len(results)} pairs: {total.tokens} target tokens with EOS, log-probability "
+          f"{total.log_prob:.4f}, perplexity {total.perplexity:.4f}", file=sys.stderr, flush=True)
+    return total
+
+
 def decode_file(decoder, source_path, target_path, batch_size=None, progress=True):
     """Decodes a text file into `target_path` (written atomically); returns the lines decoded."""
-    print(f"decoding {source_path} with {decoder.description} ({decoder.settings.describe()})", file=sys.stderr,
+    print(f"decoding {source_path} with {decoder.description} ({decoder.describe()})", file=sys.stderr,
           flush=True)
     return decode_text_file(source_path, target_path, decoder.search, decoder.vocabulary, decoder.settings,
                             decoder.postprocess, batch_size=batch_size, progress=progress)
@@ -56,7 +110,7 @@ def decode_file(decoder, source_path, target_path, batch_size=None, progress=Tru
 
 def decode_interactive(decoder, input_stream, output_stream):
     """Answers each line of `input_stream` (binary) on `output_stream` as soon as it is read; returns the count."""
-    print(f"decoding standard input with {decoder.description} ({decoder.settings.describe()}): one sentence per "
+    print(f"decoding standard input with {decoder.description} ({decoder.describe()}): one sentence per "
           "line, each answered at once; end with Ctrl-D", file=sys.stderr, flush=True)
     return decode_interactively(input_stream, output_stream, decoder.search, decoder.vocabulary, decoder.settings,
                                 decoder.postprocess)

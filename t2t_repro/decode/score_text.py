@@ -1,0 +1,129 @@
+"""Scoring given translations of a source file: each pair's log-probability under the model and the corpus
+perplexity (fairseq's --score-reference and Sockeye's sockeye-score are the idea).
+
+    results = score_text_files("newstest2014.en", "newstest2014.de", scorer, vocabulary, settings)
+    lines = format_scores(results)            # "<log P>\\t<tokens>\\t<score>" per pair
+    total = corpus_total(results)             # total.perplexity = exp(-sum log P / sum tokens)
+
+Sources are read, stripped, truncated past max_input_length and encoded exactly as the decoder reads them
+(`t2t_repro.decode.decode_text`), so a pair is scored against the source the decoder translated. A target is
+stripped and encoded as the training data's targets are, and scored with the EOS that ends every sentence: its
+token count includes it. The scored text is the model's raw output form: for a problem that post-processes
+its outputs (parsing puts the words back into the trees) the post-processed text does not encode to what
+the model produced.
+
+What the scores of decoded text equal: the beam search's score of an output that ended with EOS, when the
+output's text encodes back to the ids it was decoded from. Decoding and encoding again is not always the
+identity: SentencePiece may segment a decoded string differently from the pieces the model chose (e.g. "a" +
+"b" decoded to "ab", encoded as the one piece "ab"), and unknown pieces decode to a character that encodes to
+another id. Such a text is another token sequence, and the model gives it another probability. Outputs cut at
+the maximum length without EOS are scored with an EOS they did not have.
+
+One bad line never stops the run, as in decoding: an empty source line, or a line either side the vocabulary
+cannot encode (with a warning), is not scored and gets "0.000000\\t0\\t0.000000" (as the decoder answers an
+empty line with an empty output of score 0); it takes no part in the perplexity. An empty target line is the
+empty sentence: EOS alone. Invalid UTF-8 is replaced with U+FFFD with a warning.
+"""
+
+import dataclasses
+import logging
+import math
+
+from tqdm import tqdm
+
+from t2t_repro.data.parallel_files import check_aligned
+from t2t_repro.decode.decode_text import (
+    encode_line, encode_sources, length_sorted_batches, read_source_lines,
+)
+from t2t_repro.special_tokens import EOS_ID
+
+logger = logging.getLogger(__name__)
+
+_NOT_SCORED = "not scored"
+
+
+@dataclasses.dataclass(frozen=True)
+class PairScore:
+    """One scored pair: log P(target | source), the target's tokens with EOS, and the beam search's score of it,
+    log P / length penalty (section 6.1). An unscored pair has 0 tokens."""
+
+    log_prob: float = 0.0
+    tokens: int = 0
+    score: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class CorpusTotal:
+    """The sums over the scored pairs, and the perplexity exp(-log_prob / tokens) (NaN with no tokens)."""
+
+    pairs: int
+    tokens: int
+    log_prob: float
+
+    @property
+    def perplexity(self):
+        return math.exp(-self.log_prob / self.tokens) if self.tokens else math.nan
+
+
+def _encode_targets(texts, vocabulary, max_length):
+    """Target ids ending in EOS for each text (stripped); None, with a warning, where the vocabulary cannot
+    encode it or it has more tokens than `max_length` (the positions of a model with learned ones; None: any)."""
+    encoded = []
+    for number, text in enumerate(texts, 1):
+        ids = encode_line(text.strip(), vocabulary, number, _NOT_SCORED)
+        if ids is not None and max_length is not None and len(ids) + 1 > max_length:
+            logger.warning("line %d: the target has %d tokens with EOS, more than the model's %d positions; %s",
+                           number, len(ids) + 1, max_length, _NOT_SCORED)
+            ids = None
+        encoded.append(None if ids is None else ids + [EOS_ID])
+    return encoded
+
+
+def score_texts(sources, targets, scorer, vocabulary, settings, batch_size=None, progress=True):
+    """Scores every (source, target) string pair with a batch scorer (`t2t_repro.decode.scoring`); returns a
+    PairScore per pair, in input order.
+
+    Args:
+        sources, targets: strings, as many of each.
+        scorer: a batch scorer, e.g. `tensorflow_scorer(model, settings.alpha)`; its `max_target_length`
+            attribute, where it has one, is the longest target it can read (tokens with EOS).
+        vocabulary: the model's `Vocabulary`.
+        settings: the `DecodeSettings` whose max_input_length truncates sources as decoding does.
+        batch_size: pairs per batch (default DEFAULT_BATCH_SIZE).
+        progress: show a tqdm progress bar.
+    """
+    if len(sources) != len(targets):
+        raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
+    _, encoded_sources = encode_sources(sources, settings, vocabulary, _NOT_SCORED)
+    encoded_targets = _encode_targets(targets, vocabulary, getattr(scorer, "max_target_length", None))
+    pairs = [None if source is None or target is None else (source, target)
+             for source, target in zip(encoded_sources, encoded_targets)]
+    # The longer side of a pair decides the batch it joins: similar lengths both sides pad little.
+    lengths = [None if pair is None else max(map(len, pair)) for pair in pairs]
+    batches = length_sorted_batches(lengths, batch_size)
+    results = [PairScore()] * len(pairs)
+    with tqdm(total=sum(map(len, batches)), unit="pair", desc="scoring", disable=not progress) as bar:
+        for indices in batches:
+            scored = scorer([pairs[i][0] for i in indices], [pairs[i][1] for i in indices])
+            for i, (log_prob, tokens, score) in zip(indices, scored):
+                results[i] = PairScore(log_prob, tokens, score)
+            bar.update(len(indices))
+    return results
+
+
+def score_text_files(source_path, target_path, scorer, vocabulary, settings, **options):
+    """`score_texts` of two line-aligned text files (UserError naming both line counts when they differ)."""
+    check_aligned(source_path, target_path)
+    return score_texts(read_source_lines(source_path), read_source_lines(target_path), scorer, vocabulary,
+                       settings, **options)
+
+
+def format_scores(results):
+    """One line per pair, "<log P>\\t<tokens>\\t<score>", the numbers with 6 decimals as the n-best format's."""
+    return [f"{result.log_prob:.6f}\t{result.tokens}\t{result.score:.6f}" for result in results]
+
+
+def corpus_total(results):
+    """The CorpusTotal of the scored pairs (those with tokens) of `results`."""
+    scored = [result for result in results if result.tokens]
+    return CorpusTotal(len(scored), sum(r.tokens for r in scored), math.fsum(r.log_prob for r in scored))
