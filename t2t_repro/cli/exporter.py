@@ -4,6 +4,7 @@
     t2t-repro-exporter --output_dir=O --export_dir=/models/wmt_ende --beam_size=4 --alpha=0.6
     t2t-repro-exporter --output_dir=O --format=ctranslate2 --quantization=int8   # -> O/export_ctranslate2/<N>
     t2t-repro-exporter --output_dir=O --serving_precision=mixed_bfloat16          # a bf16 serving graph
+    t2t-repro-exporter --output_dir=O --nbest=4               # answers the 4 best hypotheses per input
 
 The new version is the next integer under --export_dir, written atomically: TensorFlow Serving (or
 t2t-repro-serve) watching that directory never sees a half-written version. Beam search settings default to
@@ -11,7 +12,9 @@ the problem's (section 6.1: beam 4, alpha 0.6, input length + 50 for translation
 its graph, a CTranslate2 export records them as the defaults of t2t-repro-decoder and t2t-repro-serve
 --engine=ctranslate2 (which needs `pip install "t2t-repro[ctranslate2]"`). A SavedModel computes in float32
 whatever precision the run trained in (its checkpoints hold float32 weights), or in --serving_precision; its
-outputs equal t2t-repro-decoder's with the same --serving_precision.
+outputs equal t2t-repro-decoder's with the same --serving_precision. With --nbest=N (a decode setting like the
+beam size) each input gets the N best hypotheses and their scores, best first, as t2t-repro-decoder --nbest=N
+gives them: a SavedModel's outputs and scores are [batch, N], and t2t-repro-serve answers lists.
 """
 
 import json
@@ -35,7 +38,7 @@ def build_parser():
     add("--checkpoint", default=None, help="checkpoint prefix (default: the averaged one if current, else the latest)")
     add_usr_dir_flag(parser)
     add_settings_flags(parser, ExportSettings)
-    add_settings_flags(parser, DecodeSettings, exclude=("nbest",))
+    add_settings_flags(parser, DecodeSettings)
     return parser
 
 
