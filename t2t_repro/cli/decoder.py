@@ -3,6 +3,7 @@
     t2t-repro-decoder --output_dir=O --decode_from_file=newstest2014.en --decode_to_file=newstest2014.de.out
     t2t-repro-decoder --output_dir=O                      # interactive: each line of stdin answered on stdout
     t2t-repro-decoder --engine=ctranslate2 --model_dir=O/export_ctranslate2/1 --decode_from_file=F --decode_to_file=G
+    t2t-repro-decoder --output_dir=O1 --ensemble=O2,O3 --decode_from_file=F --decode_to_file=G   # 3 models as one
 
 With the tensorflow engine (the default) the model is restored from the run's averaged checkpoint when it is
 as new as the last training checkpoint, else from the last training checkpoint, or from --checkpoint, and
@@ -14,14 +15,17 @@ section 6.1; parsing: 21, 0.3, +300, section 6.3), or to the CTranslate2 export'
 per input line, in order; with --nbest=N, N lines per input line, best first, each "<score>\\t<text>" where
 the score is log-probability / length penalty. Without --decode_from_file, standard input is read line by line
 and each line is answered on standard output as soon as it is decoded (tensor2tensor's --decode_interactive).
+With --ensemble, the models of more runs (of the same problem and vocabulary; of any size) decode together
+with the run's in one beam search, each step's next-token probability the mean of theirs (fairseq's
+ensembles); the settings, post-processing and --checkpoint are the first run's (--output_dir).
 """
 
 import sys
 import time
 
 from t2t_repro.cli.common import (
-    ArgumentParser, add_settings_flags, add_usr_dir_flag, ctranslate2_jobs, import_usr_dir, quiet_tensorflow,
-    run_main, settings_from_flags, settings_values, show_info_logs,
+    ArgumentParser, add_ensemble_flag, add_settings_flags, add_usr_dir_flag, ctranslate2_jobs, ensemble_dirs,
+    import_usr_dir, quiet_tensorflow, run_main, settings_from_flags, settings_values, show_info_logs,
 )
 from t2t_repro.decode_settings import DecodeSettings
 from t2t_repro.errors import UserError
@@ -45,6 +49,7 @@ def build_parser():
         "decoded line by line, each line answered at once on standard output")
     add("--decode_to_file", help="where to write the outputs of --decode_from_file (atomically)")
     add("--checkpoint", help="tensorflow engine: checkpoint prefix to decode with (default: the run's newest)")
+    add_ensemble_flag(parser, "tensorflow engine: ")
     add_usr_dir_flag(parser)
     add_settings_flags(parser, EngineSettings)
     add_settings_flags(parser, DecodeSettings)
@@ -60,6 +65,8 @@ def _check(args, engine):
         raise UserError("--decode_from_file and --decode_to_file go together; without both, standard input is "
                         "decoded to standard output")
     if engine.engine == CTRANSLATE2:
+        if args.ensemble is not None:
+            raise UserError("--ensemble is for the tensorflow engine: a CTranslate2 export holds one model")
         if args.checkpoint:
             raise UserError("--checkpoint is for the tensorflow engine: a CTranslate2 export holds one checkpoint "
                             "(export another with t2t-repro-exporter --format=ctranslate2 --checkpoint=...)")
@@ -77,6 +84,7 @@ def _main(argv):
     args = build_parser().parse_args(argv)
     engine = settings_from_flags(args, EngineSettings)
     _check(args, engine)
+    ensemble = ensemble_dirs(args.ensemble)
     decode_flags = settings_values(args, DecodeSettings)
     if engine.engine == CTRANSLATE2:
         jobs = ctranslate2_jobs()
@@ -94,7 +102,7 @@ def _main(argv):
                                       **decode_flags)
     else:
         decoder = jobs.run_decoder(args.output_dir, args.checkpoint, engine.serving_precision, args.t2t_usr_dir,
-                                   **decode_flags)
+                                   ensemble, **decode_flags)
     if not args.decode_from_file:
         text_decoder.decode_interactive(decoder, sys.stdin.buffer, sys.stdout)
         return 0
