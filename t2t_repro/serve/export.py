@@ -131,7 +131,8 @@ def export_saved_model(model, vocabulary, settings, export_dir, description):
     """Exports a model as a new SavedModel version under `export_dir`; returns the version directory's path.
 
     Args:
-        model: the trained Transformer; vocabulary: its `Vocabulary` (the SentencePiece model goes in the graph).
+        model: the trained Transformer, or an `Ensemble` of them (`t2t_repro.decode.ensemble`); vocabulary: its
+            `Vocabulary` (the SentencePiece model goes in the graph).
         settings: the DecodeSettings fixed in the graph; max_input_length must be set (the decoder's default
             is the run's hparams.max_length).
         export_dir: where versions go; version N is export_dir/N.
