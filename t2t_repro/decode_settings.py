@@ -48,6 +48,12 @@ class DecodeSettings:
     def to_dict(self):
         return dataclasses.asdict(self)
 
+    def export_record(self):
+        """The settings an export records as its decode settings: nbest only when it is more than one, so
+        that a 1-best export records what exports recorded before they could return n-best lists, and an
+        export that does not name nbest reads back as 1-best."""
+        return {name: value for name, value in self.to_dict().items() if name != "nbest" or value != 1}
+
     def describe(self):
         """The settings in words, for logs: beam 4, alpha 0.6, max length input + 50."""
         return f"beam {self.beam_size}, alpha {self.alpha}, max length input + {self.extra_length}"

@@ -62,6 +62,24 @@ def add_usr_dir_flag(parser, recorded=True):
     parser.add_argument("--t2t_usr_dir", default=None, help=USR_DIR_HELP + extra)
 
 
+def add_ensemble_flag(parser, scope=""):
+    """Adds --ensemble (read it with `ensemble_dirs`); `scope` says which engine or format it is for."""
+    parser.add_argument("--ensemble", default=None, help=(
+        f"{scope}comma-separated output_dirs of more runs of the same problem and vocabulary (of any size), whose "
+        "models (each from its newest checkpoint) decode together with --output_dir's in one beam search: each "
+        "step's next-token log-probability is the log of the mean of the models' probabilities"))
+
+
+def ensemble_dirs(flag):
+    """The output_dirs of an --ensemble flag ([] when it was not given); UserError for an empty entry."""
+    if flag is None:
+        return []
+    dirs = [entry.strip() for entry in flag.split(",")]
+    if not all(dirs):
+        raise UserError(f"--ensemble={flag}: give comma-separated output_dirs, none of them empty")
+    return dirs
+
+
 def import_usr_dir(path):
     """Imports the user directory `path` (None: nothing), TensorFlow quietly loaded first (the user's code may
     import it); a mistake in it is a one-line UserError."""

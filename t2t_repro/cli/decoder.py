@@ -7,6 +7,7 @@ A text file is decoded into another, or standard input line by line.
     t2t-repro-decoder --engine=ctranslate2 --model_dir=O/export_ctranslate2/1 --decode_from_file=F --decode_to_file=G
     t2t-repro-decoder --output_dir=O --decode_from_file=F --decode_to_file=G --sampling=topp:0.9 --seed=1 --nbest=4
     t2t-repro-decoder --output_dir=O --decode_from_file=newstest2014.en --score_file=newstest2014.de   # scores
+    t2t-repro-decoder --output_dir=O1 --ensemble=O2,O3 --decode_from_file=F --decode_to_file=G   # 3 models as one
 
 With the tensorflow engine (the default) the model is restored from the run's averaged checkpoint when it is
 as new as the last training checkpoint, else from the last training checkpoint, or from --checkpoint, and
@@ -34,14 +35,18 @@ beam search would give it, log P / ((5 + tokens) / 6) ** alpha (section 6.1), to
 output, and the corpus perplexity exp(-sum log P / sum tokens) to standard error. Sources are read as decoding
 reads them; an empty source line is not scored ("0.000000\\t0\\t0.000000"). The beam search's own outputs score
 what it reported for them when their text encodes back to the same tokens. Scoring needs the tensorflow engine.
+
+With --ensemble, the models of more runs (of the same problem and vocabulary; of any size) decode together
+with the run's in one beam search, each step's next-token probability the mean of theirs (fairseq's
+ensembles); the settings, post-processing and --checkpoint are the first run's (--output_dir).
 """
 
 import sys
 import time
 
 from t2t_repro.cli.common import (
-    ArgumentParser, add_settings_flags, add_usr_dir_flag, ctranslate2_jobs, import_usr_dir, quiet_tensorflow,
-    run_main, settings_from_flags, settings_values, show_info_logs,
+    ArgumentParser, add_ensemble_flag, add_settings_flags, add_usr_dir_flag, ctranslate2_jobs, ensemble_dirs,
+    import_usr_dir, quiet_tensorflow, run_main, settings_from_flags, settings_values, show_info_logs,
 )
 from t2t_repro.decode_settings import DecodeSettings, SamplingSettings
 from t2t_repro.errors import UserError
@@ -49,8 +54,9 @@ from t2t_repro.serve.options import CTRANSLATE2, EngineSettings
 
 DEFAULT_BATCH_SIZE = 32
 # Flags with no effect on what --score_file and --sampling compute: refused there, so that none is ignored.
-NOT_SCORING = ("beam_size", "nbest", "extra_length", "unfinished_compete", "sampling", "temperature", "seed")
-NOT_SAMPLING = ("beam_size", "alpha", "unfinished_compete")
+NOT_SCORING = ("beam_size", "nbest", "extra_length", "unfinished_compete", "sampling", "temperature", "seed",
+               "ensemble")
+NOT_SAMPLING = ("beam_size", "alpha", "unfinished_compete", "ensemble")
 
 
 def build_parser():
@@ -71,6 +77,7 @@ def build_parser():
         "decoded line by line, each line answered at once on standard output")
     add("--decode_to_file", help="where to write the outputs of --decode_from_file (atomically)")
     add("--checkpoint", help="tensorflow engine: checkpoint prefix to decode with (default: the run's newest)")
+    add_ensemble_flag(parser, "tensorflow engine: ")
     add_usr_dir_flag(parser)
     add_settings_flags(parser, EngineSettings)
     add_settings_flags(parser, DecodeSettings)
@@ -109,6 +116,8 @@ def _check(args, engine):
             raise UserError("--sampling needs --engine=tensorflow: the ctranslate2 engine decodes by beam search "
                             "(its own sampling draws from other random streams and scores tempered probabilities)")
     if engine.engine == CTRANSLATE2:
+        if args.ensemble is not None:
+            raise UserError("--ensemble is for the tensorflow engine: a CTranslate2 export holds one model")
         if args.checkpoint:
             raise UserError("--checkpoint is for the tensorflow engine: a CTranslate2 export holds one checkpoint "
                             "(export another with t2t-repro-exporter --format=ctranslate2 --checkpoint=...)")
@@ -127,6 +136,7 @@ def _main(argv):
     engine = settings_from_flags(args, EngineSettings)
     _check(args, engine)
     sampling = settings_from_flags(args, SamplingSettings)
+    ensemble = ensemble_dirs(args.ensemble)
     decode_flags = settings_values(args, DecodeSettings)
     if engine.engine == CTRANSLATE2:
         jobs = ctranslate2_jobs()
@@ -151,7 +161,7 @@ def _main(argv):
                                       **decode_flags)
     else:
         decoder = jobs.run_decoder(args.output_dir, args.checkpoint, engine.serving_precision, args.t2t_usr_dir,
-                                   sampling=sampling, **decode_flags)
+                                   ensemble, sampling=sampling, **decode_flags)
     if not args.decode_from_file:
         text_decoder.decode_interactive(decoder, sys.stdin.buffer, sys.stdout)
         return 0

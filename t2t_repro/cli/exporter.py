@@ -4,6 +4,8 @@
     t2t-repro-exporter --output_dir=O --export_dir=/models/wmt_ende --beam_size=4 --alpha=0.6
     t2t-repro-exporter --output_dir=O --format=ctranslate2 --quantization=int8   # -> O/export_ctranslate2/<N>
     t2t-repro-exporter --output_dir=O --serving_precision=mixed_bfloat16          # a bf16 serving graph
+    t2t-repro-exporter --output_dir=O --nbest=4               # answers the 4 best hypotheses per input
+    t2t-repro-exporter --output_dir=O1 --ensemble=O2,O3       # a SavedModel decoding with 3 runs' models as one
 
 The new version is the next integer under --export_dir, written atomically: TensorFlow Serving (or
 t2t-repro-serve) watching that directory never sees a half-written version. Beam search settings default to
@@ -11,18 +13,23 @@ the problem's (section 6.1: beam 4, alpha 0.6, input length + 50 for translation
 its graph, a CTranslate2 export records them as the defaults of t2t-repro-decoder and t2t-repro-serve
 --engine=ctranslate2 (which needs `pip install "t2t-repro[ctranslate2]"`). A SavedModel computes in float32
 whatever precision the run trained in (its checkpoints hold float32 weights), or in --serving_precision; its
-outputs equal t2t-repro-decoder's with the same --serving_precision.
+outputs equal t2t-repro-decoder's with the same --serving_precision. With --nbest=N (a decode setting like the
+beam size) each input gets the N best hypotheses and their scores, best first, as t2t-repro-decoder --nbest=N
+gives them: a SavedModel's outputs and scores are [batch, N], and t2t-repro-serve answers lists. With --ensemble
+the SavedModel holds the models of several runs and answers as t2t-repro-decoder --ensemble does (a CTranslate2
+model holds one model: --format=ctranslate2 --ensemble is refused).
 """
 
 import json
 import sys
 
 from t2t_repro.cli.common import (
-    ArgumentParser, add_settings_flags, add_usr_dir_flag, ctranslate2_jobs, import_usr_dir, quiet_tensorflow,
-    run_main, settings_from_flags, settings_values,
+    ArgumentParser, add_ensemble_flag, add_settings_flags, add_usr_dir_flag, ctranslate2_jobs, ensemble_dirs,
+    import_usr_dir, quiet_tensorflow, run_main, settings_from_flags, settings_values,
 )
 from t2t_repro.decode_settings import DecodeSettings
-from t2t_repro.serve.options import CTRANSLATE2, ExportSettings
+from t2t_repro.errors import UserError
+from t2t_repro.serve.options import CTRANSLATE2, SAVED_MODEL, ExportSettings
 
 
 def build_parser():
@@ -34,8 +41,9 @@ def build_parser():
         "OUTPUT_DIR/export_ctranslate2 for --format=ctranslate2)")
     add("--checkpoint", default=None, help="checkpoint prefix (default: the averaged one if current, else the latest)")
     add_usr_dir_flag(parser)
+    add_ensemble_flag(parser, "saved_model format only: ")
     add_settings_flags(parser, ExportSettings)
-    add_settings_flags(parser, DecodeSettings, exclude=("nbest",))
+    add_settings_flags(parser, DecodeSettings)
     return parser
 
 
@@ -43,7 +51,10 @@ def _main(argv):
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     export_settings = settings_from_flags(args, ExportSettings)
     decode_flags = settings_values(args, DecodeSettings)
+    ensemble = ensemble_dirs(args.ensemble)
     if export_settings.format == CTRANSLATE2:
+        if ensemble:
+            raise UserError(f"--ensemble is for --format={SAVED_MODEL}: a CTranslate2 model holds one model")
         jobs = ctranslate2_jobs()
         import_usr_dir(args.t2t_usr_dir)
         path = jobs.export(args.output_dir, args.export_dir, args.checkpoint, export_settings.weight_type,
@@ -54,7 +65,7 @@ def _main(argv):
         from t2t_repro.run import jobs
 
         path = jobs.export(args.output_dir, args.export_dir, args.checkpoint, export_settings.serving_precision,
-                           args.t2t_usr_dir, **decode_flags)
+                           args.t2t_usr_dir, ensemble, **decode_flags)
     from t2t_repro.serve.export_files import read_export_metadata
 
     metadata = read_export_metadata(path)

@@ -7,7 +7,8 @@
 The tensorflow engine serves SavedModel exports, the ctranslate2 engine CTranslate2 exports
 (t2t-repro-exporter --format=ctranslate2; `pip install "t2t-repro[ctranslate2]"`), both with the same
 signatures and answers. For a parsing model, "outputs" are Penn Treebank trees with the source words in
-place and "raw_outputs" the decoded linearised trees.
+place and "raw_outputs" the decoded linearised trees. An export made with --nbest=N answers, per example,
+lists of N outputs (and raw_outputs) and N scores, best first.
 
 Binds 127.0.0.1 unless --host says otherwise; --port=0 picks a free port (printed at start). Concurrent
 requests are batched together (up to --max_batch_size examples, waiting at most --batch_timeout_ms).

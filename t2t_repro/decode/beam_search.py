@@ -6,7 +6,8 @@
 
 `symbols_to_logits_fn(ids, step, state)` scores the next token of every hypothesis: ids [batch * beam_size,
 step + 1] are the hypotheses so far behind their initial id (row s * beam_size + b is beam b of sentence s),
-and it returns logits or log-probabilities [batch * beam_size, vocab_size] and its new state. The search
+and it returns logits [batch * beam_size, vocab_size] (or, with `normalized=True`, the log-probabilities of
+`next_token_log_probs`, e.g. an ensemble's) and its new state. The search
 reorders every tensor of the state along the beams it keeps, so tensors that are the same for every beam of
 a sentence belong in the function's closure, not in the state. A model ties itself to the search in
 `t2t_repro.decode.transformer_search`.
@@ -68,12 +69,12 @@ def _fill_empty_slots(first_scores, first_seq, second_scores, second_seq, beams)
 
 
 def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_lengths, vocab_size, alpha, states=None,
-                eos_id=EOS_ID, unfinished_compete=False):
+                eos_id=EOS_ID, unfinished_compete=False, normalized=False):
     """Beam search as TensorFlow ops (section 6.1).
 
     Args:
-        symbols_to_logits_fn: (ids [batch * beam_size, step + 1], step, state) -> (logits or log-probabilities
-            [batch * beam_size, vocab_size], new state); see the module docstring.
+        symbols_to_logits_fn: (ids [batch * beam_size, step + 1], step, state) -> (logits [batch * beam_size,
+            vocab_size], new state); see the module docstring.
         initial_ids: int32 [batch], the id every hypothesis starts behind (not part of the output).
         beam_size: hypotheses kept per sentence; 1 is greedy decoding.
         max_lengths: int32 [batch], each sentence's most output tokens (at least 1).
@@ -84,6 +85,9 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_lengths, vocab
             before the maximum length, so every search does the same amount of work (benchmarks).
         unfinished_compete: False (tensor2tensor's): hypotheses cut at the maximum length without EOS come
             after every hypothesis that ended with EOS; True: all are ranked by score alone.
+        normalized: True when symbols_to_logits_fn returns log-probabilities without PAD already (such as
+            `next_token_log_probs` gives, or an average of them): they are ranked as they are, not normalized
+            again, so that an ensemble of one model's copies ranks with exactly that model's numbers.
 
     Returns:
         ids: int32 [batch, beam_size, length], best first (see `unfinished_compete`); positions after a
@@ -115,8 +119,8 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_lengths, vocab
 
     def body(step, alive_seq, alive_log_probs, finished_seq, finished_scores, done, states):
         flat_seq = tf.reshape(alive_seq, [batch * beams, -1])
-        logits, states = symbols_to_logits_fn(flat_seq, step, states)
-        log_probs = next_token_log_probs(logits, vocab_size)
+        scores, states = symbols_to_logits_fn(flat_seq, step, states)
+        log_probs = scores if normalized else next_token_log_probs(scores, vocab_size)
         candidates = alive_log_probs[:, :, tf.newaxis] + tf.reshape(log_probs, [batch, beams, vocab_size])
         top_log_probs, top_indices = top_k(tf.reshape(candidates, [batch, beams * vocab_size]), num_candidates)
         top_beams = top_indices // vocab_size

@@ -4,7 +4,8 @@
     # ids [batch, nbest, length] (PAD after a hypothesis ends), scores [batch, nbest], best first
 
 The model encodes the sources and scores the next tokens (`Transformer.scoring_function`); the search itself
-(`t2t_repro.decode.beam_search`) knows no model. A sentence's outputs have at most `real input length +
+(`t2t_repro.decode.beam_search`) knows no model. The model may be an `Ensemble` of Transformers
+(`t2t_repro.decode.ensemble`), which scores with the mean of its models' probabilities. A sentence's outputs have at most `real input length +
 extra_length` tokens (section 6.1: input length + 50), where the real length counts its non-PAD ids, so
 padding added by batching changes nothing, and at most `model.max_target_length` with learned positions.
 
@@ -18,6 +19,7 @@ import tensorflow as tf
 
 from t2t_repro.decode.beam_search import beam_search
 from t2t_repro.decode.compiled import compiled_for_model
+from t2t_repro.decode.ensemble import Ensemble
 from t2t_repro.special_tokens import EOS_ID, PAD_ID
 
 
@@ -35,7 +37,7 @@ def search(model, inputs, settings, use_cache=True, eos_id=EOS_ID):
     """Beam search as TensorFlow ops, for use inside a `tf.function` (e.g. an exported serving function).
 
     Args:
-        model: a `t2t_repro.model.Transformer`.
+        model: a `t2t_repro.model.Transformer`, or an `Ensemble` of them.
         inputs: int32 [batch, source_length] source ids, each ending in EOS, 0-padded.
         settings: a `t2t_repro.decode_settings.DecodeSettings`: beam_size, alpha, extra_length, nbest and
             unfinished_compete.
@@ -59,6 +61,7 @@ def search(model, inputs, settings, use_cache=True, eos_id=EOS_ID):
         states=state,
         eos_id=eos_id,
         unfinished_compete=settings.unfinished_compete,
+        normalized=isinstance(model, Ensemble),  # its function returns the mean's log-probabilities
     )
     return ids[:, : settings.nbest], scores[:, : settings.nbest]
 

@@ -12,6 +12,7 @@ from t2t_repro.decode.decode_text import decode_texts, tensorflow_search, write_
 from t2t_repro.decode.sampling import sampling_search
 from t2t_repro.decode.scoring import tensorflow_scorer
 from t2t_repro.errors import UserError
+from t2t_repro.run.ensemble import restore_ensemble
 from t2t_repro.run.layout import RunLayout
 from t2t_repro.run.restore import restore_run
 from t2t_repro.run.text_decoder import TextDecoder, TextScorer, export_postprocess
@@ -33,20 +34,27 @@ def average(output_dir, num_last=None):
     return average_checkpoints(layout.checkpoint_dir, layout.averaged_dir, hparams, num_last)
 
 
-def run_decoder(output_dir, checkpoint=None, precision="float32", usr_dir=None, sampling=None, **settings_flags):
+def run_decoder(output_dir, checkpoint=None, precision="float32", usr_dir=None, ensemble=(), sampling=None,
+                **settings_flags):
     """A TextDecoder of a run's model (TensorFlow beam search, or sampling with `sampling`, a SamplingSettings
     that names a method), restored from `checkpoint` (default: the averaged one when current, else the latest)
     to compute in `precision`, with the problem's decode settings and the given flags. `usr_dir`: a
-    --t2t_usr_dir that replaces the one the run recorded."""
-    run = restore_run(output_dir, checkpoint, precision, usr_dir)
+    --t2t_usr_dir that replaces the one the run recorded. `ensemble`: the output_dirs of more runs whose models
+    decode together with this one's (`t2t_repro.run.ensemble`)."""
+    if ensemble:
+        loaded = restore_ensemble(output_dir, ensemble, checkpoint, precision, usr_dir)
+        description = loaded.description
+    else:
+        loaded = restore_run(output_dir, checkpoint, precision, usr_dir)
+        description = loaded.checkpoint
     if sampling is not None and sampling.sampling:
         # A sampler draws nbest outputs per input, one decoder row each: the rows a beam search has per input.
-        settings = run.decode_settings(**dict(settings_flags, beam_size=settings_flags.get("nbest") or 1))
-        search = sampling_search(run.model, settings, sampling)
+        settings = loaded.decode_settings(**dict(settings_flags, beam_size=settings_flags.get("nbest") or 1))
+        search = sampling_search(loaded.model, settings, sampling)
     else:
-        settings, sampling = run.decode_settings(**settings_flags), None
-        search = tensorflow_search(run.model, settings)
-    return TextDecoder(search, settings, run.vocabulary, run.problem.postprocess, run.checkpoint, sampling)
+        settings, sampling = loaded.decode_settings(**settings_flags), None
+        search = tensorflow_search(loaded.model, settings)
+    return TextDecoder(search, settings, loaded.vocabulary, loaded.problem.postprocess, description, sampling)
 
 
 def run_scorer(output_dir, checkpoint=None, precision="float32", usr_dir=None, **settings_flags):
@@ -101,11 +109,31 @@ def export_description(run):
     }
 
 
-def export(output_dir, export_dir=None, checkpoint=None, precision="float32", usr_dir=None, **settings_flags):
+def ensemble_member_description(run):
+    """What one more model of an exported ensemble comes from, for the export's metadata."""
+    return {
+        "output_dir": os.path.abspath(run.layout.output_dir),
+        "hparams_set": run.info.hparams_set,
+        "hparams_overrides": run.info.hparams_overrides,
+        "checkpoint": os.path.abspath(run.checkpoint),
+        "step": checkpoint_step(run.checkpoint),
+    }
+
+
+def export(output_dir, export_dir=None, checkpoint=None, precision="float32", usr_dir=None, ensemble=(),
+           **settings_flags):
     """Exports a run as a new SavedModel version (default under output_dir/export) whose graph computes in
-    `precision` (float32 by default, whatever the run trained in); returns its path."""
-    run = restore_run(output_dir, checkpoint, precision, usr_dir)
-    return export_run(run, precision, export_dir, **settings_flags)
+    `precision` (float32 by default, whatever the run trained in); returns its path. `ensemble`: the output_dirs
+    of more runs whose models the graph decodes with together with this one's (`t2t_repro.run.ensemble`)."""
+    if not ensemble:
+        return export_run(restore_run(output_dir, checkpoint, precision, usr_dir), precision, export_dir,
+                          **settings_flags)
+    loaded = restore_ensemble(output_dir, ensemble, checkpoint, precision, usr_dir)
+    first = loaded.runs[0]
+    description = {**export_description(first), "serving_precision": precision,
+                   "ensemble": [ensemble_member_description(run) for run in loaded.runs[1:]]}
+    return export_saved_model(loaded.model, loaded.vocabulary, loaded.decode_settings(**settings_flags),
+                              export_dir or first.layout.export_dir, description)
 
 
 def export_run(run, precision="float32", export_dir=None, **settings_flags):

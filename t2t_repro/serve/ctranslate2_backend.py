@@ -12,7 +12,8 @@ The two signatures of a SavedModel export (`t2t_repro.serve.export`), with the s
   outputs (target ids, ending in EOS unless cut at the maximum length) and scores.
 
 Both decode with the export's decode settings through `t2t_repro.serve.ctranslate2_model.CTranslate2Model`,
-whose docstring says where its outputs can differ from the TensorFlow engine's.
+whose docstring says where its outputs can differ from the TensorFlow engine's. An export made with nbest N > 1
+answers, as an n-best SavedModel does, lists of N outputs and N scores per example, best first.
 """
 
 from t2t_repro.decode.decode_text import search_texts_nbest
@@ -29,14 +30,17 @@ def _tensor_info(dtype, dims):
     return {"dtype": dtype, "tensor_shape": {"dim": [{"size": str(size)} for size in dims]}}
 
 
-def _signature_def(input_dtype, rank):
-    """A SignatureDef in the protobuf JSON TensorFlow Serving's metadata gives, for an engine without graphs."""
-    batch = [-1] * rank
+def _signature_def(input_dtype, rank, nbest):
+    """A SignatureDef in the protobuf JSON TensorFlow Serving's metadata gives, for an engine without graphs:
+    the shapes an export with these settings has as a SavedModel (n-best: a hypothesis axis after the batch)."""
+    hypotheses = [] if nbest == 1 else [nbest]
+    inputs = [-1] * rank
+    outputs = inputs[:1] + hypotheses + inputs[1:]
     return {
-        "inputs": {INPUT_NAME: {"name": INPUT_NAME, **_tensor_info(input_dtype, batch)}},
+        "inputs": {INPUT_NAME: {"name": INPUT_NAME, **_tensor_info(input_dtype, inputs)}},
         "outputs": {
-            OUTPUT_NAME: {"name": OUTPUT_NAME, **_tensor_info(input_dtype, batch)},
-            SCORES_NAME: {"name": SCORES_NAME, **_tensor_info("DT_FLOAT", [-1])},
+            OUTPUT_NAME: {"name": OUTPUT_NAME, **_tensor_info(input_dtype, outputs)},
+            SCORES_NAME: {"name": SCORES_NAME, **_tensor_info("DT_FLOAT", [-1] + hypotheses)},
         },
         "method_name": "tensorflow/serving/predict",
     }
@@ -59,8 +63,9 @@ class CTranslate2Backend:
             TEXT_SIGNATURE: ServedSignature(TEXT_SIGNATURE, INPUT_NAME, True, _OUTPUT_NAMES, self._run_texts),
             IDS_SIGNATURE: ServedSignature(IDS_SIGNATURE, INPUT_NAME, False, _OUTPUT_NAMES, self._run_ids),
         }
-        self.signature_defs = {TEXT_SIGNATURE: _signature_def("DT_STRING", 1),
-                               IDS_SIGNATURE: _signature_def("DT_INT32", 2)}
+        nbest = self.settings.nbest
+        self.signature_defs = {TEXT_SIGNATURE: _signature_def("DT_STRING", 1, nbest),
+                               IDS_SIGNATURE: _signature_def("DT_INT32", 2, nbest)}
 
     def source_lengths(self, texts):
         """Source tokens of each text as the model reads it, EOS included, before truncation."""
@@ -69,14 +74,23 @@ class CTranslate2Backend:
     def error_message(self, error):
         return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
+    def _row(self, hypotheses):
+        """The answer for one example from its (output, score) hypotheses, best first: the best one's output
+        and score, or with nbest > 1 the lists of all of them."""
+        outputs, scores = zip(*hypotheses)
+        if self.settings.nbest == 1:
+            outputs, scores = outputs[0], scores[0]
+        return {OUTPUT_NAME: to_json_value(outputs), SCORES_NAME: to_json_value(scores)}
+
     def _run_texts(self, texts):
         results = search_texts_nbest(texts, self._search, self.model.vocabulary, self.settings,
                                      batch_size=len(texts), progress=False)
-        return [{OUTPUT_NAME: best.text, SCORES_NAME: to_json_value(best.score)} for best, *_ in results]
+        return [self._row([(hypothesis.text, hypothesis.score) for hypothesis in hypotheses])
+                for hypotheses in results]
 
     def _run_ids(self, rows):
-        """A row of PAD only is an empty source: answered [] and 0.0, as an empty text is."""
+        """A row of PAD only is an empty source: answered [] and 0.0 (per hypothesis), as an empty text is."""
         sources = [[token for token in ids if token != PAD_ID] for ids in rows]
         searched = iter(self._search([ids for ids in sources if ids]) if any(sources) else [])
-        best = [next(searched)[0] if ids else ([], 0.0) for ids in sources]
-        return [{OUTPUT_NAME: ids, SCORES_NAME: to_json_value(score)} for ids, score in best]
+        empty = [([], 0.0)] * self.settings.nbest
+        return [self._row(next(searched) if ids else empty) for ids in sources]

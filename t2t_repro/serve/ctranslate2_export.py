@@ -66,7 +66,7 @@ def export_ctranslate2(model, vocabulary, settings, export_dir, description, qua
         **description,
         "vocab_size": vocabulary.vocab_size,
         "quantization": quantization,
-        "decode": {name: value for name, value in settings.to_dict().items() if name != "nbest"},
+        "decode": settings.export_record(),  # the decoder's and server's defaults, nbest included
         # Rows of the position tables: the longest source, and output, the model can read.
         "positions": positions,
         "outputs_stop_at_positions": learned,

@@ -11,6 +11,10 @@ The SavedModel has two signatures:
 - `ids`: inputs int32 [batch, length] (source ids as the model reads them: each row ends in EOS = 1 and is
   padded with PAD = 0) -> outputs int32 [batch, length] (target ids ending in EOS, then PAD) and scores.
 
+Exported with nbest N > 1, each example gets its N best hypotheses, best first, as `t2t-repro-decoder --nbest=N`
+lists them: outputs tf.string [batch, N] and scores [batch, N] (`ids`: outputs int32 [batch, N, length]). A
+1-best export keeps the shapes above.
+
 Sentences are encoded the way the training data was (`t2t_repro.data.text_problem`): invalid UTF-8 replaced by
 U+FFFD (as the decoder reads files), surrounding whitespace removed, SentencePiece ids, EOS appended. As in
 `t2t-repro-decoder`, a source longer than `max_input_length` tokens (EOS included; default the run's
@@ -62,10 +66,12 @@ def clean_text(texts):
 
 
 def decoded_text(tokenizer, ids):
-    """Detokenizes beam-search output ids [batch, length]: stops at the first EOS, drops PAD."""
-    before_eos = tf.equal(tf.cumsum(tf.cast(tf.equal(ids, EOS_ID), tf.int32), axis=1), 0)
-    keep = tf.logical_and(before_eos, tf.not_equal(ids, PAD_ID))
-    return tokenizer.detokenize(tf.ragged.boolean_mask(ids, keep))
+    """Detokenizes beam-search output ids [..., length] (e.g. [batch, length] or [batch, nbest, length]) into
+    strings [...]: each hypothesis stops at its first EOS, PAD dropped."""
+    rows = tf.reshape(ids, [-1, tf.shape(ids)[-1]])
+    before_eos = tf.equal(tf.cumsum(tf.cast(tf.equal(rows, EOS_ID), tf.int32), axis=1), 0)
+    keep = tf.logical_and(before_eos, tf.not_equal(rows, PAD_ID))
+    return tf.reshape(tokenizer.detokenize(tf.ragged.boolean_mask(rows, keep)), tf.shape(ids)[:-1])
 
 
 def build_serving_module(model, serialized_vocabulary, settings):
@@ -75,10 +81,10 @@ def build_serving_module(model, serialized_vocabulary, settings):
     variables are, so the SavedModel holds plain variables and graphs (Keras models add their own default
     signatures when saved as children).
 
-    `settings` (a DecodeSettings with max_input_length set) are fixed in the graph; nbest is 1.
+    `settings` (a DecodeSettings with max_input_length set) are fixed in the graph; with nbest 1 the outputs
+    have no hypothesis axis.
     Returns (module, signatures) for `tf.saved_model.save(module, path, signatures=signatures)`.
     """
-    settings = settings.override(nbest=1)
     max_input_length = settings.max_input_length
     module = tf.Module(name="t2t_repro_serving")
     module.model_variables = [getattr(variable, "value", variable) for variable in model.variables]
@@ -86,7 +92,7 @@ def build_serving_module(model, serialized_vocabulary, settings):
 
     def beam(ids):
         ids, scores = search(model, ids, settings)
-        return ids[:, 0], scores[:, 0]
+        return (ids, scores) if settings.nbest > 1 else (ids[:, 0], scores[:, 0])
 
     def source_ids(texts):
         """Ragged ids of cleaned texts, truncated to max_input_length - 1 tokens, EOS appended."""
@@ -100,9 +106,9 @@ def build_serving_module(model, serialized_vocabulary, settings):
         non_empty = tf.reshape(tf.where(tf.strings.length(texts) > 0), [-1, 1])
         to_decode = tf.gather_nd(texts, non_empty)
         ids, scores = beam(source_ids(to_decode).to_tensor(PAD_ID))
-        batch = tf.shape(inputs, out_type=tf.int64)[:1]
-        outputs = tf.scatter_nd(non_empty, decoded_text(tokenizer, ids), batch)  # "" where empty
-        scores = tf.scatter_nd(non_empty, scores, batch)  # 0.0 where empty
+        shape = tf.concat([tf.shape(inputs, out_type=tf.int64)[:1], tf.shape(scores, out_type=tf.int64)[1:]], 0)
+        outputs = tf.scatter_nd(non_empty, decoded_text(tokenizer, ids), shape)  # "" where empty
+        scores = tf.scatter_nd(non_empty, scores, shape)  # 0.0 where empty
         return {OUTPUT_NAME: outputs, SCORES_NAME: scores}
 
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name=INPUT_NAME)])
@@ -125,7 +131,8 @@ def export_saved_model(model, vocabulary, settings, export_dir, description):
     """Exports a model as a new SavedModel version under `export_dir`; returns the version directory's path.
 
     Args:
-        model: the trained Transformer; vocabulary: its `Vocabulary` (the SentencePiece model goes in the graph).
+        model: the trained Transformer, or an `Ensemble` of them (`t2t_repro.decode.ensemble`); vocabulary: its
+            `Vocabulary` (the SentencePiece model goes in the graph).
         settings: the DecodeSettings fixed in the graph; max_input_length must be set (the decoder's default
             is the run's hparams.max_length).
         export_dir: where versions go; version N is export_dir/N.
@@ -136,17 +143,18 @@ def export_saved_model(model, vocabulary, settings, export_dir, description):
         raise ValueError("the export needs settings.max_input_length")
     with sentencepiece_info_hidden():
         module, signatures = build_serving_module(model, vocabulary.serialized_model, settings)
-    decode = {name: value for name, value in settings.to_dict().items() if name != "nbest"}
+    per_example = "[batch]" if settings.nbest == 1 else f"[batch, {settings.nbest}]"
+    hypotheses = "[batch, length]" if settings.nbest == 1 else f"[batch, {settings.nbest}, length]"
     metadata = {
         "format_version": FORMAT_VERSION,
         "format": "saved_model",
         **description,
         "vocab_size": vocabulary.vocab_size,
-        "decode": decode,
+        "decode": settings.export_record(),
         "signatures": {
-            TEXT_SIGNATURE: "inputs: string [batch] -> outputs: string [batch], scores: float [batch]",
-            IDS_SIGNATURE: "inputs: int32 [batch, length] (ending in EOS=1, PAD=0) -> outputs: int32 "
-                           "[batch, length], scores: float [batch]",
+            TEXT_SIGNATURE: f"inputs: string [batch] -> outputs: string {per_example}, scores: float {per_example}",
+            IDS_SIGNATURE: f"inputs: int32 [batch, length] (ending in EOS=1, PAD=0) -> outputs: int32 "
+                           f"{hypotheses}, scores: float {per_example}",
         },
         "exported_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }

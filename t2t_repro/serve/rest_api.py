@@ -128,8 +128,9 @@ def as_ids(value, where, vocab_size=None):
 
 
 def to_json_value(value):
-    """A numpy scalar or array as plain JSON values (UTF-8 strings, floats, ints, nested lists)."""
-    if isinstance(value, np.ndarray):
+    """A numpy scalar or array (or a list of them) as plain JSON values (UTF-8 strings, floats, ints, nested
+    lists)."""
+    if isinstance(value, (np.ndarray, list, tuple)):
         return [to_json_value(item) for item in value]
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")

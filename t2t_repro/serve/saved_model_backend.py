@@ -4,8 +4,9 @@
     ServedModel(backend, limits)          # t2t_repro.serve.served_model
 
 Every signature with one input is served: a string vector (one text per example) or an integer matrix (one
-list of token ids per example, padded with PAD = 0 here). Integer matrix outputs come back per example with
-their trailing PAD removed, so an answer does not depend on what else was in its batch. The export's
+list of token ids per example, padded with PAD = 0 here). Integer matrix outputs come back per example (and
+per hypothesis, from an n-best export) with their trailing PAD removed, so an answer does not depend on what
+else was in its batch. The export's
 `source_lengths` function gives the source tokens of texts, for the server's request checks.
 """
 
@@ -42,6 +43,16 @@ def _signature_defs_json(version_dir):
     return {}
 
 
+def _without_trailing_pad(value):
+    """An example's output with the PAD after each id sequence's end removed (its length depends only on the
+    batch's longest output): token ids [length], or [nbest, length] as a list per hypothesis."""
+    if not (isinstance(value, np.ndarray) and value.ndim >= 1 and np.issubdtype(value.dtype, np.integer)):
+        return value
+    if value.ndim == 1:
+        return np.trim_zeros(value, "b")
+    return [_without_trailing_pad(row) for row in value]
+
+
 def _run_function(function, input_name, takes_text, input_dtype, output_names):
     """examples -> one {output name: JSON value} row per example, through a SavedModel signature function."""
 
@@ -56,13 +67,8 @@ def _run_function(function, input_name, takes_text, input_dtype, output_names):
         outputs = {name: value.numpy() for name, value in function(**{input_name: inputs}).items()}
         rows = []
         for index in range(len(examples)):
-            row = {}
-            for name in output_names:
-                value = outputs[name][index]
-                if isinstance(value, np.ndarray) and value.ndim == 1 and np.issubdtype(value.dtype, np.integer):
-                    value = np.trim_zeros(value, "b")  # PAD after the end: depends only on the batch's length
-                row[name] = rest_api.to_json_value(value)
-            rows.append(row)
+            rows.append({name: rest_api.to_json_value(_without_trailing_pad(outputs[name][index]))
+                         for name in output_names})
         return rows
 
     return run

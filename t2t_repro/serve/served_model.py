@@ -15,7 +15,9 @@ vocabulary.
 
 With a problem's `postprocess(decoded, source)` (the run layer hands in the export's problem's), the text
 signature's "outputs" are what the problem makes of the decoded text (parsing: the PTB tree with the source
-words in place) and "raw_outputs" the decoded text itself (parsing: the linearised tree).
+words in place) and "raw_outputs" the decoded text itself (parsing: the linearised tree). An n-best export
+answers a list of hypotheses per example, best first: "outputs", "raw_outputs" and "scores" are then lists,
+each hypothesis post-processed on its own.
 """
 
 import concurrent.futures
@@ -198,9 +200,10 @@ class ServedModel:
         rows = signature.run(examples)
         if self.postprocess is not None and RAW_OUTPUT_NAME in signature.output_names:
             for row, text in zip(rows, examples):
-                raw = row[OUTPUT_NAME]
+                raw, source = row[OUTPUT_NAME], text.strip()
                 row[RAW_OUTPUT_NAME] = raw
-                row[OUTPUT_NAME] = self._postprocessed(raw, text.strip())
+                row[OUTPUT_NAME] = ([self._postprocessed(hypothesis, source) for hypothesis in raw]
+                                    if isinstance(raw, list) else self._postprocessed(raw, source))
         return rows
 
     def _postprocessed(self, decoded, source):
