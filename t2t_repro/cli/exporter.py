@@ -4,6 +4,7 @@
     t2t-repro-exporter --output_dir=O --export_dir=/models/wmt_ende --beam_size=4 --alpha=0.6
     t2t-repro-exporter --output_dir=O --format=ctranslate2 --quantization=int8   # -> O/export_ctranslate2/<N>
     t2t-repro-exporter --output_dir=O --serving_precision=mixed_bfloat16          # a bf16 serving graph
+    t2t-repro-exporter --output_dir=O --checkpoint=best                           # the best dev evaluation's weights
 
 The new version is the next integer under --export_dir, written atomically: TensorFlow Serving (or
 t2t-repro-serve) watching that directory never sees a half-written version. Beam search settings default to
@@ -18,8 +19,8 @@ import json
 import sys
 
 from t2t_repro.cli.common import (
-    ArgumentParser, add_settings_flags, add_usr_dir_flag, ctranslate2_jobs, import_usr_dir, quiet_tensorflow,
-    run_main, settings_from_flags, settings_values,
+    ArgumentParser, add_checkpoint_flag, add_settings_flags, add_usr_dir_flag, ctranslate2_jobs, import_usr_dir,
+    quiet_tensorflow, run_main, settings_from_flags, settings_values,
 )
 from t2t_repro.decode_settings import DecodeSettings
 from t2t_repro.serve.options import CTRANSLATE2, ExportSettings
@@ -32,7 +33,7 @@ def build_parser():
     add("--output_dir", required=True, help="the trained run's output_dir")
     add("--export_dir", default=None, help="where versions are written (default: OUTPUT_DIR/export, or "
         "OUTPUT_DIR/export_ctranslate2 for --format=ctranslate2)")
-    add("--checkpoint", default=None, help="checkpoint prefix (default: the averaged one if current, else the latest)")
+    add_checkpoint_flag(parser)
     add_usr_dir_flag(parser)
     add_settings_flags(parser, ExportSettings)
     add_settings_flags(parser, DecodeSettings, exclude=("nbest",))
