@@ -8,13 +8,15 @@ during training) is reported beside it, with its own test scores, so that the tw
 
 import os
 
+import numpy as np
+
 from t2t_repro import catalog
 from t2t_repro.run import jobs
 from t2t_repro.run.layout import RunLayout, read_json
 from t2t_repro.run.restore import restore_run
 from t2t_repro.safe_write import write_json
 from t2t_repro.train.best_checkpoint import SCORE_FILE
-from t2t_repro.train.checkpoints import latest_checkpoint, same_model_weights
+from t2t_repro.train.checkpoints import latest_checkpoint
 
 BEST_TEST_OUTPUT = "test_decoded_best.txt"
 
@@ -43,11 +45,17 @@ def finish_run(output_dir, training, average=True, test=True, export=True):
     return report
 
 
+def same_weights(model, other):
+    """True when two models hold exactly the same weights."""
+    return all(np.array_equal(a.numpy(), b.numpy()) for a, b in zip(model.weights, other.weights, strict=True))
+
+
 def best_report(layout, evaluated=None):
     """The best checkpoint of the run in `layout` for report.json: its step, its dev score and, when
     `evaluated` (the restored run the test scores come from) is given, its test scores. The best is decoded
-    (into test_decoded_best.txt) only when it holds other weights than `evaluated`; else "same_as" names that
-    checkpoint, whose test scores are the report's. None when the run has no best checkpoint."""
+    (into test_decoded_best.txt) only when it holds other weights than `evaluated` (an average of several
+    checkpoints does, even of the best's step); else "same_as" names `evaluated`'s checkpoint, whose test
+    scores are the report's. None when the run has no best checkpoint."""
     prefix = latest_checkpoint(layout.best_dir)
     if prefix is None:
         return None
@@ -56,9 +64,9 @@ def best_report(layout, evaluated=None):
               "dev_score": score.get("value"), "higher_is_better": score.get("higher_is_better")}
     if evaluated is None:
         return report
-    if evaluated.step == report["step"] and same_model_weights(evaluated.checkpoint, prefix):
+    best_run = restore_run(layout.output_dir, "best")
+    if evaluated.step == report["step"] and same_weights(evaluated.model, best_run.model):
         report["same_as"] = evaluated.checkpoint
     else:
-        best_run = restore_run(layout.output_dir, "best")
         report["test"] = jobs.decode_test_split(best_run, layout.path(BEST_TEST_OUTPUT))
     return report

@@ -11,7 +11,6 @@ import glob
 import os
 import re
 
-import numpy as np
 import tensorflow as tf
 
 from t2t_repro import safe_write
@@ -111,25 +110,6 @@ def restore_newest(prefixes, restore, usable, mismatch):
 def damage_details(damaged):
     """"ckpt-20: what is wrong; ckpt-15: ..." for [(prefix, what is wrong)]."""
     return "; ".join(f"{os.path.basename(prefix)}: {damage}" for prefix, damage in damaged)
-
-
-def _model_weights(reader):
-    """{name: dtype} of the floating-point model weights a checkpoint reader holds (a training checkpoint's
-    optimizer, data position and step left out)."""
-    return {name: dtype for name, dtype in reader.get_variable_to_dtype_map().items()
-            if name.startswith("model/") and dtype.is_floating and ".OPTIMIZER_SLOT" not in name}
-
-
-def same_model_weights(prefix, other):
-    """True when checkpoints `prefix` and `other` hold the same model weights, exactly (whatever else they
-    hold: a training checkpoint also has the optimizer's state)."""
-    if os.path.realpath(prefix) == os.path.realpath(other):
-        return True
-    readers = checkpoint_reader(prefix), checkpoint_reader(other)
-    names = _model_weights(readers[0])
-    if not names or names != _model_weights(readers[1]):
-        return False
-    return all(np.array_equal(readers[0].get_tensor(name), readers[1].get_tensor(name)) for name in names)
 
 
 def restore_error(prefix, error, mismatch):
