@@ -17,6 +17,7 @@ from t2t_repro.run.end_of_run import best_report
 from t2t_repro.run.jobs import average
 from t2t_repro.run.layout import RunLayout
 from t2t_repro.run.restore import restore_run
+from t2t_repro.train.checkpoints import write_index
 
 DIVERGING = [flag + ",learning_rate_scale=30" if flag.startswith("--hparams_overrides") else flag
              for flag in TINY_RUN_FLAGS]
@@ -148,7 +149,11 @@ def test_checkpoints_that_do_not_exist_are_one_line_naming_those_that_do(stopped
 def test_latest_is_the_newest_intact_checkpoint_found_by_its_files(stopped_run, tmp_path):
     run = copy_run(stopped_run[0], tmp_path)
     checkpoints = run / "checkpoints"
-    (checkpoints / "checkpoint").unlink()  # the index file lost: the files still say which is newest
+    # An index file left behind by the newest checkpoint (a crash between writing it and the index), then lost:
+    # the files still say which is newest.
+    write_index(str(checkpoints), [str(checkpoints / "ckpt-4")])
+    assert restore_run(str(run), "latest").checkpoint == str(checkpoints / "ckpt-6")
+    (checkpoints / "checkpoint").unlink()
     stderr, _ = _decode_with(run, tmp_path, "--checkpoint=latest")
     assert f"using checkpoint {checkpoints / 'ckpt-6'} (step 6, latest)" in stderr
     shutil.rmtree(run / "averaged")
