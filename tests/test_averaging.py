@@ -13,7 +13,7 @@ from t2t_repro.cli import avg_checkpoints as avg_cli
 from t2t_repro.errors import UserError
 from t2t_repro.hparams_type import HParams
 from t2t_repro.model import build_transformer
-from t2t_repro.train import averaging
+from t2t_repro.train.model_checkpoint import repair_interrupted_swap
 from t2t_repro.run.jobs import average as average_checkpoints
 from t2t_repro.run.layout import RunInfo, RunLayout
 
@@ -158,5 +158,5 @@ def test_an_interrupted_swap_is_repaired(tmp_path):
     path = average_checkpoints(str(tmp_path), num_last=1)
     # A crash between the two renames leaves the previous average aside and no averaged/ directory.
     os.rename(os.path.join(tmp_path, "averaged"), os.path.join(tmp_path, ".averaged-old-crash"))
-    averaging._repair_interrupted_swap(os.path.join(tmp_path, "averaged"))
+    repair_interrupted_swap(os.path.join(tmp_path, "averaged"))
     np.testing.assert_array_equal(restored_weights(path)[0], saved[400][0])

@@ -236,6 +236,7 @@ def test_concurrent_exports_get_distinct_increasing_versions(tmp_path):
 def test_exporter_errors_are_one_line(serving_run, tmp_path, capsys, flags, message):
     flags = [flag.format(run=serving_run, missing=tmp_path / "nothing") for flag in flags]
     assert run_main(exporter._main, [*flags, f"--export_dir={tmp_path / 'export'}"]) == 2
-    stderr = capsys.readouterr().err
-    assert stderr.strip().count("\n") == 0 and message in stderr, stderr
+    lines = capsys.readouterr().err.strip().splitlines()  # the checkpoint restored, when it got that far
+    assert ": error: " in lines[-1] and message in lines[-1], lines
+    assert len(lines) <= 2 and all(line.startswith("using checkpoint ") for line in lines[:-1]), lines
     assert not (tmp_path / "export").exists() or versions.list_versions(tmp_path / "export") == []

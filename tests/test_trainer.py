@@ -25,7 +25,7 @@ def _scalar_tags(directory):
 
 def _weights(checkpoint_prefix):
     reader = tf.train.load_checkpoint(checkpoint_prefix)
-    skip = ("_CHECKPOINTABLE_OBJECT_GRAPH", "save_counter", "train_seconds", "data/")
+    skip = ("_CHECKPOINTABLE_OBJECT_GRAPH", "save_counter", "train_seconds", "data/", "best/")  # best/: dev score
     return {
         name: reader.get_tensor(name)
         for name in reader.get_variable_to_shape_map()

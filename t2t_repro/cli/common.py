@@ -53,6 +53,19 @@ def settings_from_flags(args, settings_class, **fields):
     return settings_class(**given, **fields)
 
 
+CHECKPOINT_HELP = (
+    "which checkpoint of the run: averaged (the average of the last checkpoints, section 6.1), latest (the newest "
+    "training checkpoint that restores; damaged newer ones are skipped), best (the best dev evaluation, "
+    "OUTPUT_DIR/best), or a checkpoint: ckpt-N of OUTPUT_DIR/checkpoints or a full prefix (default: averaged when "
+    "it is as new as the newest training checkpoint, else that one)"
+)
+
+
+def add_checkpoint_flag(parser, extra=""):
+    """Adds --checkpoint, the one vocabulary of every tool that restores a run (`run.checkpoint_choice`)."""
+    parser.add_argument("--checkpoint", default=None, help=extra + CHECKPOINT_HELP)
+
+
 def add_usr_dir_flag(parser, recorded=True):
     """Adds --t2t_usr_dir; `recorded`: the tool reads a run or export that records its own, which the flag
     replaces."""

@@ -10,8 +10,9 @@ A text file is decoded into another, or standard input line by line.
     t2t-repro-decoder --output_dir=O1 --ensemble=O2,O3 --decode_from_file=F --decode_to_file=G   # 3 models as one
 
 With the tensorflow engine (the default) the model is restored from the run's averaged checkpoint when it is
-as new as the last training checkpoint, else from the last training checkpoint, or from --checkpoint, and
-computes in float32 whatever precision the run trained in, or in --serving_precision (e.g. mixed_bfloat16). With
+as new as the last training checkpoint, else from the last training checkpoint, or from --checkpoint (averaged,
+latest, best, ckpt-N or a prefix; the decoder says on stderr which one, with its step), and computes in float32
+whatever precision the run trained in, or in --serving_precision (e.g. mixed_bfloat16). With
 --engine=ctranslate2 it is a CTranslate2 export (t2t-repro-exporter --format=ctranslate2): --model_dir, a
 version directory or an export directory (its newest version), by default OUTPUT_DIR/export_ctranslate2.
 Beam size, length penalty alpha and extra length default to the run's problem (translation: 4, 0.6, +50,
@@ -45,8 +46,8 @@ import sys
 import time
 
 from t2t_repro.cli.common import (
-    ArgumentParser, add_ensemble_flag, add_settings_flags, add_usr_dir_flag, ctranslate2_jobs, ensemble_dirs,
-    import_usr_dir, quiet_tensorflow, run_main, settings_from_flags, settings_values, show_info_logs,
+    ArgumentParser, add_checkpoint_flag, add_ensemble_flag, add_settings_flags, add_usr_dir_flag, ctranslate2_jobs,
+    ensemble_dirs, import_usr_dir, quiet_tensorflow, run_main, settings_from_flags, settings_values, show_info_logs,
 )
 from t2t_repro.decode_settings import DecodeSettings, SamplingSettings
 from t2t_repro.errors import UserError
@@ -76,7 +77,7 @@ def build_parser():
     add("--decode_from_file", help="source text, one sentence per line (UTF-8); without it, standard input is "
         "decoded line by line, each line answered at once on standard output")
     add("--decode_to_file", help="where to write the outputs of --decode_from_file (atomically)")
-    add("--checkpoint", help="tensorflow engine: checkpoint prefix to decode with (default: the run's newest)")
+    add_checkpoint_flag(parser, "tensorflow engine: ")
     add_ensemble_flag(parser, "tensorflow engine: ")
     add_usr_dir_flag(parser)
     add_settings_flags(parser, EngineSettings)

@@ -6,6 +6,7 @@
     t2t-repro-exporter --output_dir=O --serving_precision=mixed_bfloat16          # a bf16 serving graph
     t2t-repro-exporter --output_dir=O --nbest=4               # answers the 4 best hypotheses per input
     t2t-repro-exporter --output_dir=O1 --ensemble=O2,O3       # a SavedModel decoding with 3 runs' models as one
+    t2t-repro-exporter --output_dir=O --checkpoint=best                           # the best dev evaluation's weights
 
 The new version is the next integer under --export_dir, written atomically: TensorFlow Serving (or
 t2t-repro-serve) watching that directory never sees a half-written version. Beam search settings default to
@@ -24,8 +25,8 @@ import json
 import sys
 
 from t2t_repro.cli.common import (
-    ArgumentParser, add_ensemble_flag, add_settings_flags, add_usr_dir_flag, ctranslate2_jobs, ensemble_dirs,
-    import_usr_dir, quiet_tensorflow, run_main, settings_from_flags, settings_values,
+    ArgumentParser, add_checkpoint_flag, add_ensemble_flag, add_settings_flags, add_usr_dir_flag, ctranslate2_jobs,
+    ensemble_dirs, import_usr_dir, quiet_tensorflow, run_main, settings_from_flags, settings_values,
 )
 from t2t_repro.decode_settings import DecodeSettings
 from t2t_repro.errors import UserError
@@ -39,7 +40,7 @@ def build_parser():
     add("--output_dir", required=True, help="the trained run's output_dir")
     add("--export_dir", default=None, help="where versions are written (default: OUTPUT_DIR/export, or "
         "OUTPUT_DIR/export_ctranslate2 for --format=ctranslate2)")
-    add("--checkpoint", default=None, help="checkpoint prefix (default: the averaged one if current, else the latest)")
+    add_checkpoint_flag(parser)
     add_usr_dir_flag(parser)
     add_ensemble_flag(parser, "saved_model format only: ")
     add_settings_flags(parser, ExportSettings)

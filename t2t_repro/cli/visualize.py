@@ -3,19 +3,21 @@
     t2t-repro-visualize --output_dir=O --sentence="The cat sat on the mat." --out=figures [--layer=5]
     t2t-repro-visualize --output_dir=O --curves --out=figures
 
-With --sentence: the run's model (its newest checkpoint, or --checkpoint) decodes the sentence by beam search
-(the problem's defaults; --beam_size=1 is greedy), then runs teacher-forced on the sentence and its output, and
-for every layer (or only --layer, numbered from 1 as the paper's "layer 5 of 6") writes one PNG per head and
-one with all heads of the encoder self-attention, the decoder self-attention and the encoder-decoder attention,
-the subword tokens on the axes (the paper's Figures 3-5). With --curves: loss, learning rate, throughput and
-dev loss, perplexity and BLEU or F1 over the training steps, from the run's TensorBoard logs. Both may be given.
+With --sentence: the run's model (the decoder's default checkpoint, or --checkpoint=averaged, latest, best or
+ckpt-N) decodes the sentence by beam search (the problem's defaults; --beam_size=1 is greedy), then runs
+teacher-forced on the sentence and its output, and for every layer (or only --layer, numbered from 1 as the
+paper's "layer 5 of 6") writes one PNG per head and one with all heads of the encoder self-attention, the
+decoder self-attention and the encoder-decoder attention, the subword tokens on the axes (the paper's Figures
+3-5). With --curves: loss, learning rate, throughput and dev loss, perplexity and BLEU or F1 over the training
+steps, from the run's TensorBoard logs. Both may be given.
 """
 
 import os
 import sys
 
 from t2t_repro.cli.common import (
-    ArgumentParser, add_settings_flags, add_usr_dir_flag, import_usr_dir, quiet_tensorflow, run_main, settings_values,
+    ArgumentParser, add_checkpoint_flag, add_settings_flags, add_usr_dir_flag, import_usr_dir, quiet_tensorflow,
+    run_main, settings_values,
 )
 from t2t_repro.decode_settings import DecodeSettings
 from t2t_repro.errors import UserError
@@ -28,7 +30,7 @@ def build_parser():
     parser.add_argument("--sentence", help="source sentence whose attention to draw")
     parser.add_argument("--layer", type=int, action="append",
                         help="layer to draw, numbered from 1; repeatable (default: every layer)")
-    parser.add_argument("--checkpoint", help="checkpoint prefix to restore (default: the run's newest)")
+    add_checkpoint_flag(parser)
     add_usr_dir_flag(parser)
     add_settings_flags(parser, DecodeSettings, exclude=("nbest", "max_input_length"))
     parser.add_argument("--curves", action="store_true", help="plot the training curves of the run's logs")

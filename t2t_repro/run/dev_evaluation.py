@@ -2,7 +2,9 @@
 
 Dev perplexity is per subword token without label smoothing (Table 3's "PPL (dev)"); dev BLEU or F1 comes from
 beam-decoding a subset of dev sentences with the problem's decoding defaults and scoring them with the
-problem's own scorer, never from teacher-forced predictions.
+problem's own scorer, never from teacher-forced predictions. Each evaluation returns its score (`DevScore`):
+the scorer's headline (BLEU for translation, F1 for parsing: higher is better) when dev sentences are decoded,
+else the dev loss (lower is better); the trainer keeps the best checkpoint by it (`BestCheckpoint`).
 """
 
 import math
@@ -11,6 +13,7 @@ import tensorflow as tf
 
 from t2t_repro.data.batching import token_batches
 from t2t_repro.decode.decode_text import decode_texts
+from t2t_repro.train.best_checkpoint import DevScore
 from t2t_repro.train.loss import label_smoothed_cross_entropy
 
 # Long dev sentences are scored too: only pairs longer than this many tokens are left out of the dev loss.
@@ -18,8 +21,8 @@ _DEV_MAX_LENGTH = 1024
 
 
 class DevEvaluator:
-    """`evaluator(step, model)` computes the dev metrics of the model's current weights and writes them as
-    TensorBoard summaries to `summary_dir`.
+    """`evaluator(step, model)` computes the dev metrics of the model's current weights, writes them as
+    TensorBoard summaries to `summary_dir` and returns the step's `DevScore`.
 
     Args:
         problem, vocabulary, data_dir: the run's problem and its data.
@@ -77,12 +80,14 @@ class DevEvaluator:
     def __call__(self, step, model):
         loss, perplexity = self.dev_loss(model)
         metrics = {"dev_loss": loss, "dev_perplexity": perplexity}
+        score = DevScore("dev_loss", loss, higher_is_better=False)
         if self.decode_sentences > 0:
             name, value = self.dev_score(model)
             metrics[f"dev_{name}"] = value
+            score = DevScore(f"dev_{name}", value, higher_is_better=True)
         with self.writer.as_default(step=step):
             for name, value in metrics.items():
                 tf.summary.scalar(name, value)
         self.writer.flush()
         print(f"step {step} dev: " + "  ".join(f"{k} {v:.4f}" for k, v in metrics.items()), flush=True)
-        return metrics
+        return score

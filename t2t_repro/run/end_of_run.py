@@ -2,32 +2,71 @@
 
 Section 6.1: base models are evaluated as the average of the last 5 checkpoints and big models of the last 20,
 decoded with beam search (beam 4, alpha 0.6, max length input + 50 for translation; section 6.3 for parsing).
+That model gives the report's test scores and the export. The run's best checkpoint on dev (best/, kept
+during training) is reported beside it, with its own test scores, so that the two selections can be compared.
 """
+
+import os
+
+import numpy as np
 
 from t2t_repro import catalog
 from t2t_repro.run import jobs
-from t2t_repro.run.layout import RunLayout
+from t2t_repro.run.layout import RunLayout, read_json
 from t2t_repro.run.restore import restore_run
 from t2t_repro.safe_write import write_json
+from t2t_repro.train.best_checkpoint import SCORE_FILE
+from t2t_repro.train.checkpoints import latest_checkpoint
+
+BEST_TEST_OUTPUT = "test_decoded_best.txt"
 
 
 def finish_run(output_dir, training, average=True, test=True, export=True):
     """Runs the end-of-run steps that are not skipped and writes report.json; returns the report.
 
     The steps: average the last checkpoints, decode and score the test split, export the (averaged) model
-    as a SavedModel version under output_dir/export."""
+    as a SavedModel version under output_dir/export, and report the best checkpoint (`best_report`)."""
     layout = RunLayout(output_dir)
     info = layout.load_info()
     report = {"problem": info.problem, "hparams_set": info.hparams_set, **training}
-    checkpoint = None
     if average:
-        checkpoint = report["averaged_checkpoint"] = jobs.average(output_dir)
-    run = restore_run(output_dir, checkpoint) if test or export else None  # one model for both
+        report["averaged_checkpoint"] = jobs.average(output_dir)
+    run = restore_run(output_dir, "averaged" if average else None) if test or export else None  # one model for both
     problem = run.problem if run else catalog.get_problem(info.problem, info.problem_overrides)
     report["vocabulary"] = problem.vocabulary_report(info.data_dir)
     if test:
         report.update(jobs.decode_test_split(run))
     if export:
         report["export"] = jobs.export_run(run)
+    best = best_report(layout, run if test else None)
+    if best:
+        report["best"] = best
     write_json(layout.report_file, report)
+    return report
+
+
+def same_weights(model, other):
+    """True when two models hold exactly the same weights."""
+    return all(np.array_equal(a.numpy(), b.numpy()) for a, b in zip(model.weights, other.weights, strict=True))
+
+
+def best_report(layout, evaluated=None):
+    """The best checkpoint of the run in `layout` for report.json: its step, its dev score and, when
+    `evaluated` (the restored run the test scores come from) is given, its test scores. The best is decoded
+    (into test_decoded_best.txt) only when it holds other weights than `evaluated` (an average of several
+    checkpoints does, even of the best's step); else "same_as" names `evaluated`'s checkpoint, whose test
+    scores are the report's. None when the run has no best checkpoint."""
+    prefix = latest_checkpoint(layout.best_dir)
+    if prefix is None:
+        return None
+    score = read_json(os.path.join(layout.best_dir, SCORE_FILE), "the best checkpoint's dev score")
+    report = {"checkpoint": prefix, "step": score.get("step"), "metric": score.get("metric"),
+              "dev_score": score.get("value"), "higher_is_better": score.get("higher_is_better")}
+    if evaluated is None:
+        return report
+    best_run = restore_run(layout.output_dir, "best")
+    if evaluated.step == report["step"] and same_weights(evaluated.model, best_run.model):
+        report["same_as"] = evaluated.checkpoint
+    else:
+        report["test"] = jobs.decode_test_split(best_run, layout.path(BEST_TEST_OUTPUT))
     return report

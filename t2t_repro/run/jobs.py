@@ -21,7 +21,6 @@ from t2t_repro.serve.saved_model_backend import SavedModelBackend
 from t2t_repro.serve.served_model import ServedModel
 from t2t_repro.serve.versions import latest_version_dir
 from t2t_repro.train.averaging import average_checkpoints
-from t2t_repro.train.checkpoints import checkpoint_step
 from t2t_repro.visualize.attention_maps import compute_attention_maps
 
 
@@ -65,9 +64,9 @@ def run_scorer(output_dir, checkpoint=None, precision="float32", usr_dir=None, *
     return TextScorer(tensorflow_scorer(run.model, settings.alpha), settings, run.vocabulary, run.checkpoint)
 
 
-def decode_test_split(run):
-    """Decodes the test split of a restored run (`restore_run`) with the problem's defaults into
-    test_decoded.txt; returns its scores.
+def decode_test_split(run, output_file=None):
+    """Decodes the test split of a restored run (`restore_run`) with the problem's defaults into `output_file`
+    (default: the run's test_decoded.txt); returns its scores.
 
     When the problem's scorer scores a canonical form of the texts (`evaluation_files`: parsing, whose trees
     EVALB scores), test_decoded.txt holds the decoded side in that form and test_gold.txt the gold side, so
@@ -80,12 +79,13 @@ def decode_test_split(run):
     print(f"decoding {len(sources)} test sentences with {os.path.relpath(run.checkpoint, run.layout.output_dir)} "
           f"({settings.describe()})", flush=True)
     hypotheses = decode_texts(sources, run.model, run.vocabulary, settings, run.problem.postprocess)
+    output_file = output_file or run.layout.test_output_file
     evaluation_files = getattr(run.problem.scorer, "evaluation_files", None)
     if evaluation_files is None:
-        write_lines(run.layout.test_output_file, hypotheses)
+        write_lines(output_file, hypotheses)
     else:
         files = evaluation_files(hypotheses, references, sources)
-        write_lines(run.layout.test_output_file, files["decoded"])
+        write_lines(output_file, files["decoded"])
         write_lines(run.layout.path("test_gold.txt"), files["gold"])
     scores = run.problem.evaluate(hypotheses, references, sources)
     decode = {"beam_size": settings.beam_size, "alpha": settings.alpha, "extra_length": settings.extra_length}
@@ -103,7 +103,7 @@ def export_description(run):
         "t2t_usr_dir": run.info.t2t_usr_dir,
         "usr_names": run.info.usr_names,
         "checkpoint": os.path.abspath(run.checkpoint),
-        "step": checkpoint_step(run.checkpoint),
+        "step": run.step,
         "training_precision": run.hparams.precision,
         "postprocess": run.problem.postprocess_note,
     }
@@ -116,7 +116,7 @@ def ensemble_member_description(run):
         "hparams_set": run.info.hparams_set,
         "hparams_overrides": run.info.hparams_overrides,
         "checkpoint": os.path.abspath(run.checkpoint),
-        "step": checkpoint_step(run.checkpoint),
+        "step": run.step,
     }
 
 

@@ -7,6 +7,7 @@
                             devices, precision, XLA)
       checkpoints/ckpt-N    training checkpoints (model, optimizer, step, data position), keep last K
       averaged/ckpt-N       the average of the last K training checkpoints (model weights only)
+      best/ckpt-N           the weights of the best dev evaluation so far (model weights only), with score.json
       train/, dev/          TensorBoard summaries of training and of dev evaluation
       test_decoded.txt      the decoded test split
       report.json           the run's scores and statistics
@@ -93,6 +94,10 @@ class RunLayout:
     @property
     def averaged_dir(self):
         return self.path("averaged")
+
+    @property
+    def best_dir(self):
+        return self.path("best")
 
     @property
     def train_summary_dir(self):

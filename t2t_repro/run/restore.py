@@ -2,15 +2,12 @@
 
 import dataclasses
 
-import tensorflow as tf
-
 from t2t_repro import catalog
-from t2t_repro.errors import UserError
 from t2t_repro.hparams_type import HParams
 from t2t_repro.model import build_transformer, half_precision_weights
+from t2t_repro.run.checkpoint_choice import prefix_step, restore_checkpoint
 from t2t_repro.run.layout import RunInfo, RunLayout, check_vocabulary
 from t2t_repro.run.user_code import import_run_code
-from t2t_repro.train.checkpoints import restore_model
 from t2t_repro.train.precision import configure_tf32
 
 
@@ -26,6 +23,11 @@ class LoadedRun:
     model: object
     checkpoint: str
 
+    @property
+    def step(self):
+        """The training step of the restored checkpoint (None when its name does not say)."""
+        return prefix_step(self.checkpoint)
+
     def decode_settings(self, **flags):
         """The problem's decoding defaults with the run's max_length as the longest source, then `flags`
         (None values: not given) on top."""
@@ -34,7 +36,8 @@ class LoadedRun:
 
 
 def restore_run(output_dir, checkpoint=None, precision="float32", usr_dir=None):
-    """Rebuilds the run's model and restores its weights from `checkpoint` (default: the layout's latest).
+    """Rebuilds the run's model and restores its weights from `checkpoint`: averaged, latest, best, a checkpoint
+    path, or None for the default (`t2t_repro.run.checkpoint_choice`).
 
     The run's problem is rebuilt with its recorded settings; a problem or hparams set of a user directory is
     found through the directory run.json records, or `usr_dir` (a --t2t_usr_dir flag) when given.
@@ -49,13 +52,8 @@ def restore_run(output_dir, checkpoint=None, precision="float32", usr_dir=None):
     problem = catalog.get_problem(info.problem, info.problem_overrides)
     vocabulary = problem.vocabulary(info.data_dir)
     check_vocabulary(info, vocabulary, info.data_dir)
-    checkpoint = checkpoint or layout.latest_checkpoint()
-    if not checkpoint:
-        raise UserError(f"no checkpoint in {output_dir}; train first with t2t-repro-trainer")
-    if not tf.io.gfile.exists(checkpoint + ".index"):
-        raise UserError(f"checkpoint {checkpoint} not found")
     configure_tf32(hparams.tf32)
     model = build_transformer(hparams, vocabulary.vocab_size, precision)
-    restore_model(model, checkpoint)
+    checkpoint = restore_checkpoint(layout, model, checkpoint)
     model = half_precision_weights(model)
     return LoadedRun(layout, info, hparams, problem, vocabulary, model, checkpoint)

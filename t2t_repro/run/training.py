@@ -7,7 +7,8 @@ The chief first checks that output_dir can take the run (a restart with other hp
 refused before any data is generated). Data is generated when data_dir lacks it (or holds data made by other
 code), by the chief alone: the other workers of a multi-worker run wait for it (`t2t_repro.run.data`). A
 max_length that no train pair fits is refused. The chief records the run in output_dir, trains
-with dev evaluation every options.eval_steps steps, and ends the run (`finish_run`); other workers of a
+with dev evaluation every options.eval_steps steps, keeping the best checkpoint in output_dir/best (and ending
+training early when options.early_stopping says so), and ends the run (`finish_run`); other workers of a
 multi-worker run only train.
 """
 
@@ -22,6 +23,7 @@ from t2t_repro.run.dev_evaluation import DevEvaluator
 from t2t_repro.run.end_of_run import finish_run
 from t2t_repro.run.layout import RunInfo, RunLayout, check_vocabulary, vocabulary_sha256
 from t2t_repro.run.user_code import import_given, import_run_code
+from t2t_repro.train.best_checkpoint import BestCheckpoint
 from t2t_repro.train.trainer import Trainer
 
 
@@ -62,7 +64,7 @@ def train_run(config, options, datagen=DatagenOptions()):
     problem.check_existing_data(data_dir, config.manual_dir)
     prepare_data(problem, data_dir, config.tmp_dir, config.manual_dir, datagen, chief=trainer.chief)
     problem.check_max_length(data_dir, hparams.max_length)
-    evaluator = None
+    evaluator = best = None
     if trainer.chief:
         vocabulary = problem.vocabulary(data_dir)
         if os.path.exists(layout.info_file):  # a restart: its checkpoints were trained on the recorded vocabulary
@@ -73,9 +75,10 @@ def train_run(config, options, datagen=DatagenOptions()):
             problem, vocabulary, data_dir, hparams.label_smoothing, trainer.micro_batch_tokens,
             config.eval_decode_sentences, layout.dev_summary_dir,
         )
+        best = BestCheckpoint(layout.best_dir, options.early_stopping, layout.dev_summary_dir)
     training = trainer.train(
         data_dir, layout.checkpoint_dir, layout.train_summary_dir, evaluate=evaluator,
-        description=f"{config.problem} with {config.hparams}",
+        description=f"{config.problem} with {config.hparams}", best=best,
     )
     if not trainer.chief:
         return None

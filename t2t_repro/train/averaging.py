@@ -6,43 +6,25 @@ passes K = the run's `hparams.checkpoint_average_count` (5 base, 20 big) unless 
 
     path = average_checkpoints("O/checkpoints", "O/averaged", hparams, 5)   # -> O/averaged/ckpt-<newest step>
 
-The average holds the model weights only (`tf.train.Checkpoint(model=model)`), which is what the decoder and
-the exporter restore. It is written atomically: a complete new
-averaged/ directory is built beside the old one and swapped in by renames, so a reader finds either the
-previous complete average, the new complete one, or (for an instant, or after a crash in between) none, in
-which case it falls back to the last training checkpoint; an interrupted swap is repaired on the next run.
+The average holds the model weights only, written as a whole directory (`publish_model_checkpoint`, the
+format best/ shares), which is what the decoder, the exporters and the visualizer restore. While a new average
+is swapped in, or after a crash in between, a reader finds no averaged/ and falls back to the last training
+checkpoint; an interrupted swap is repaired on the next run.
 """
 
-import glob
 import logging
-import os
 
 import numpy as np
-import tensorflow as tf
 
-from t2t_repro import safe_write
 from t2t_repro.errors import UserError
 from t2t_repro.model import build_transformer
-from t2t_repro.train.checkpoints import (
-    checkpoint_prefixes, checkpoint_reader, checkpoint_step, first_line, restore_model,
-)
+from t2t_repro.train.checkpoints import checkpoint_prefixes, checkpoint_reader, checkpoint_step, restore_model
+from t2t_repro.train.model_checkpoint import publish_model_checkpoint
 
 logger = logging.getLogger(__name__)
 
-_TEMP_PREFIX = ".averaged-new-"
-_OLD_PREFIX = ".averaged-old-"
 # Where tf.train.Checkpoint(model=...) stores the source embedding: its rows are the vocabulary.
 _EMBEDDING_KEY = "model/source_embedding/embeddings/.ATTRIBUTES/VARIABLE_VALUE"
-
-
-def _repair_interrupted_swap(final):
-    """Puts back a previous average whose replacement was interrupted between the two renames of
-    `safe_write.publish_directory`. (Half-written new ones are removed by `temporary_directory_beside`.)"""
-    for old in sorted(glob.glob(os.path.join(os.path.dirname(final), _OLD_PREFIX + "*"))):
-        if not os.path.exists(final):
-            os.rename(old, final)
-        else:
-            safe_write.remove(old)
 
 
 def _vocab_size(checkpoint):
@@ -90,21 +72,4 @@ def average_checkpoints(checkpoint_dir, averaged_dir, hparams, num_last):
     logger.info("averaging %d checkpoints, steps %s", len(chosen), ", ".join(str(checkpoint_step(c)) for c in chosen))
 
     model = average_into(build_transformer(hparams, _vocab_size(chosen[-1])), chosen)
-    final = os.fspath(averaged_dir)
-    new_dir = None
-    try:
-        _repair_interrupted_swap(final)
-        new_dir = safe_write.temporary_directory_beside(final, _TEMP_PREFIX)
-        # The manager also writes the `checkpoint` state file, with a path relative to its directory, that
-        # tf.train.latest_checkpoint reads once the directory has its final name.
-        tf.train.CheckpointManager(tf.train.Checkpoint(model=model), new_dir, max_to_keep=1).save(
-            checkpoint_number=step
-        )
-        safe_write.publish_directory(new_dir, final, _OLD_PREFIX)
-    except (tf.errors.OpError, OSError) as error:
-        raise UserError(f"could not write the average to {final} ({first_line(error)}); what was there is "
-                        "left as it was") from None
-    finally:
-        if new_dir:
-            safe_write.remove(new_dir)
-    return os.path.join(final, f"ckpt-{step}")
+    return publish_model_checkpoint(model, averaged_dir, step)

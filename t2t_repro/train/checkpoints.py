@@ -84,6 +84,34 @@ def find_damage(prefix):
     return None
 
 
+def restore_newest(prefixes, restore, usable, mismatch):
+    """Restores the newest of `prefixes` that restores and is `usable()` after restoring (finite weights), as
+    the trainer resumes and `--checkpoint=latest` reads; returns it (None: there were none) and the newer ones
+    that are damaged, as [(prefix, what is wrong)].
+
+    `restore(prefix)` raises one of RESTORE_ERRORS when it fails; a checkpoint whose files all read but that
+    does not restore is another model's, and raises `mismatch(prefix, error)` (an exception) at once."""
+    damaged = []
+    for prefix in reversed(prefixes):
+        try:
+            restore(prefix)
+        except RESTORE_ERRORS as error:
+            damage = find_damage(prefix)
+            if damage is None:
+                raise mismatch(prefix, error) from None
+            damaged.append((prefix, damage))
+            continue
+        if usable():
+            return prefix, damaged
+        damaged.append((prefix, "it holds non-finite (NaN or Inf) weights"))
+    return None, damaged
+
+
+def damage_details(damaged):
+    """"ckpt-20: what is wrong; ckpt-15: ..." for [(prefix, what is wrong)]."""
+    return "; ".join(f"{os.path.basename(prefix)}: {damage}" for prefix, damage in damaged)
+
+
 def restore_error(prefix, error, mismatch):
     """The UserError for a failed restore of `prefix`: the damaged file named, else `mismatch` and the error."""
     damage = find_damage(prefix)
@@ -100,17 +128,28 @@ def checkpoint_reader(prefix):
         raise restore_error(prefix, error, "cannot be read") from None
 
 
+def read_model(model, checkpoint_prefix):
+    """Restores the weights of the built `model` from `checkpoint_prefix` (only the model: a training
+    checkpoint's optimizer and data position are skipped); raises one of RESTORE_ERRORS when it fails."""
+    tf.train.Checkpoint(model=model).restore(checkpoint_prefix).expect_partial().assert_existing_objects_matched()
+
+
 def restore_model(model, checkpoint_prefix):
     """Restores the weights of the built `model` from `checkpoint_prefix`; returns `model`.
 
-    Only the model is read (a training checkpoint's optimizer and data position are skipped); a checkpoint
-    that lacks any of the model's weights or holds them in other shapes is a UserError, and so is a damaged
-    one (naming the damaged file)."""
+    A checkpoint that lacks any of the model's weights or holds them in other shapes is a UserError, and so is
+    a damaged one (naming the damaged file)."""
     try:
-        tf.train.Checkpoint(model=model).restore(checkpoint_prefix).expect_partial().assert_existing_objects_matched()
+        read_model(model, checkpoint_prefix)
     except RESTORE_ERRORS as error:
         raise restore_error(checkpoint_prefix, error, "does not fit the run's model") from None
     return model
+
+
+def all_finite(variables):
+    """True when every floating-point variable of `variables` is finite (no NaN or Inf)."""
+    floating = [v for v in variables if tf.as_dtype(v.dtype).is_floating]
+    return bool(tf.reduce_all([tf.reduce_all(tf.math.is_finite(v)) for v in floating]))
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -36,6 +36,10 @@ class TrainingOptions:
     seed: int = setting(1, "seed of initialization, dropout and data order", minimum=0)
     log_steps: int = setting(100, "print and summarise training every this many steps")
     eval_steps: int = setting(2000, "evaluate on the dev split every this many steps")
+    early_stopping: int = setting(
+        0, "end training after this many dev evaluations in a row without a better dev score (BLEU or F1, or "
+        "the dev loss with --eval_decode_sentences=0); 0: train all train_steps", minimum=0
+    )
     xla: bool = setting(False, "compile each micro-batch's forward and backward pass with XLA (faster on some "
                         "accelerators; tools/benchmark.py --suite train --jit_compile both measures it on yours)")
 

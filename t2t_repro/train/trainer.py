@@ -16,8 +16,8 @@ from t2t_repro.data.batching import token_batches
 from t2t_repro.errors import UserError
 from t2t_repro.model import build_transformer
 from t2t_repro.train.checkpoints import (
-    RESTORE_ERRORS, checkpoint_prefixes, checkpoint_step, find_damage, first_line, keep_aside, read_index,
-    remove_write_leftovers, write_index,
+    RESTORE_ERRORS, all_finite, checkpoint_prefixes, checkpoint_step, damage_details, first_line, keep_aside,
+    read_index, remove_write_leftovers, restore_newest, write_index,
 )
 from t2t_repro.train.devices import device_summary
 from t2t_repro.train.optimizer import make_optimizer
@@ -91,6 +91,10 @@ class Trainer:
         self.batch_tokens = options.batch_tokens or hparams.batch_tokens
         self.micro_batch_tokens = self.batch_tokens // (replicas * self.accumulation)
         self.checkpoint_steps = options.checkpoint_steps or default_checkpoint_steps(hparams)
+        self.best = None  # the chief's BestCheckpoint, given to `train`
+        if options.early_stopping and self.workers > 1:
+            raise UserError("--early_stopping is decided by the chief's dev evaluations, which the other workers do "
+                            "not see: it cannot be used with several workers")
         if self.micro_batch_tokens < hparams.max_length:
             raise UserError(
                 f"a micro-batch of {self.micro_batch_tokens} tokens ({self.batch_tokens} over {replicas} replicas x "
@@ -122,6 +126,8 @@ class Trainer:
         self.loss_scale = loss_scale_state(self.optimizer)
         if self.loss_scale:
             state["loss_scale"] = {**self.loss_scale, "skipped_steps": self.skipped_steps}
+        if self.best is not None:  # the best dev score so far and the evaluations since (early stopping)
+            state["best"] = self.best.state
         self.checkpoint_state = state
         self.checkpoint = tf.train.Checkpoint(**state)
         if not self.chief:  # every worker saves (it may take part in collectives); only the chief's count
@@ -150,32 +156,22 @@ class Trainer:
 
     def _weights_finite(self):
         """True when every floating-point variable of the model and the optimizer is finite."""
-        variables = [v for v in self.model.variables + self.optimizer.variables if tf.as_dtype(v.dtype).is_floating]
-        return bool(tf.reduce_all([tf.reduce_all(tf.math.is_finite(v)) for v in variables]))
+        return all_finite(self.model.variables + self.optimizer.variables)
 
     def _restore_newest(self, prefixes):
-        """Restores the newest of `prefixes` that restores and holds finite weights; returns it (None: there
-        were none) and the newer ones that are damaged, as [(prefix, what is wrong)]. A checkpoint that reads
-        but does not fit the model is a UserError (the run directory holds another run), and so is a directory
-        where every checkpoint is damaged."""
-        damaged = []
-        for prefix in reversed(prefixes):
-            try:
-                self._restore_from(prefix)
-            except RESTORE_ERRORS as error:
-                damage = find_damage(prefix)
-                if damage is None:
-                    raise UserError(f"cannot resume from {prefix}: {first_line(error)}") from None
-                damaged.append((prefix, damage))
-                continue
-            if self._weights_finite():
-                return prefix, damaged
-            damaged.append((prefix, "it holds non-finite (NaN or Inf) weights"))
-        if damaged:
-            details = "; ".join(f"{os.path.basename(prefix)}: {damage}" for prefix, damage in damaged)
-            raise UserError(f"no checkpoint in {self.checkpoint_dir} restores ({details}); move them away to "
-                            "train afresh")
-        return None, []
+        """Restores the newest of `prefixes` that restores and holds finite weights (`restore_newest`);
+        returns it (None: there were none) and the newer ones that are damaged, as [(prefix, what is wrong)].
+        A checkpoint that reads but does not fit the model is a UserError (the run directory holds another
+        run), and so is a directory where every checkpoint is damaged."""
+
+        def mismatch(prefix, error):
+            return UserError(f"cannot resume from {prefix}: {first_line(error)}")
+
+        latest, damaged = restore_newest(prefixes, self._restore_from, self._weights_finite, mismatch)
+        if latest is None and damaged:
+            raise UserError(f"no checkpoint in {self.checkpoint_dir} restores ({damage_details(damaged)}); move "
+                            "them away to train afresh")
+        return latest, damaged
 
     def _restore_from(self, prefix):
         """Restores `prefix`. Without the loss scale when a float16 run resumes a checkpoint of another
@@ -190,6 +186,8 @@ class Trainer:
         if names is not None:
             if "loss_scale" in state and not any(name.startswith("loss_scale/") for name in names):
                 del state["loss_scale"]
+            if "best" in state and not any(name.startswith("best/") for name in names):
+                del state["best"]  # saved before best checkpoints existed: no best known yet
             if any(name.startswith("rng/seed_generator") for name in names):
                 state["rng"] = random_state(self.model, by_name=True)
         try:
@@ -281,17 +279,28 @@ class Trainer:
             raise self._stopped(f"loss became {loss} at step {self.step}{in_a_row}")
         return non_finite_run
 
-    def train(self, data_dir, checkpoint_dir, summary_dir=None, evaluate=None, description=""):
-        """Trains up to hparams.train_steps updates; returns statistics of this session's training.
+    def _early_stopped(self):
+        """True (and says so) when the patience of options.early_stopping is used up."""
+        if self.best is None or not self.best.exhausted:
+            return False
+        print(self.best.stop_message(self.step), flush=True)
+        return True
+
+    def train(self, data_dir, checkpoint_dir, summary_dir=None, evaluate=None, description="", best=None):
+        """Trains up to hparams.train_steps updates, or until early stopping; returns statistics of this
+        session's training.
 
         Args:
             data_dir: where the problem's data is.
             checkpoint_dir: where checkpoints go (the chief's; other workers use a subdirectory).
             summary_dir: TensorBoard training summaries (chief only; None: none).
-            evaluate: `evaluate(step, model)` called every options.eval_steps steps and at the end (chief only).
+            evaluate: `evaluate(step, model)` called every options.eval_steps steps and at the end (chief only);
+                it returns the step's `DevScore` (or None).
             description: what is trained, for the first log line.
+            best: a `BestCheckpoint` that each DevScore updates, saved with the checkpoints (chief only).
         """
         options = self.options
+        self.best = best if self.chief else None
         self.prepare(data_dir, checkpoint_dir)
         self.restore()
         writer = tf.summary.create_file_writer(summary_dir) if self.chief and summary_dir else None
@@ -307,7 +316,8 @@ class Trainer:
         start = self._clock = window_start = time.time()  # save() moves _clock to its own time
         window_tokens = total_tokens = 0.0
         non_finite_run = 0
-        while self.step < last_step:
+        stopped = self._early_stopped()  # a resumed run whose patience was used up does not train on
+        while self.step < last_step and not stopped:
             previous_step = self.step
             loss, tokens = self.step_fn(self.iterator)
             loss = float(loss)
@@ -320,11 +330,16 @@ class Trainer:
             if step % options.log_steps == 0 or step == last_step:
                 self._log(writer, step, loss, window_tokens / max(time.time() - window_start, 1e-9))
                 window_tokens, window_start = 0.0, time.time()
-            due_by_time = time.time() - self._clock >= options.checkpoint_minutes * 60
-            if due_by_time or step % self.checkpoint_steps == 0 or step == last_step:
-                self.save()
+            # Evaluated before the checkpoint of the same step is saved, so that it holds this evaluation's
+            # outcome (the best score and the patience count); evaluation changes no training state.
             if evaluate and (step % options.eval_steps == 0 or step == last_step):
-                evaluate(step, self.model)
+                score = evaluate(step, self.model)
+                if self.best is not None and score is not None:
+                    self.best.update(step, score, self.model)
+                    stopped = self._early_stopped()
+            due_by_time = time.time() - self._clock >= options.checkpoint_minutes * 60
+            if due_by_time or step % self.checkpoint_steps == 0 or step == last_step or stopped:
+                self.save()
         if self.manager.latest_checkpoint is None or checkpoint_step(self.manager.latest_checkpoint) != self.step:
             self.save()
         session_seconds = time.time() - start
@@ -335,4 +350,5 @@ class Trainer:
             **self.environment(),
             "skipped_steps": int(self.skipped_steps.numpy()),
             "accumulation_steps": self.accumulation,
+            "stopped_early": stopped,
         }

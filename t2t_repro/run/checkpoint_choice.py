@@ -1,0 +1,106 @@
+"""Which checkpoint of a run a tool restores: the one --checkpoint vocabulary of the decoder, the exporters
+(SavedModel and CTranslate2) and the visualizer.
+
+    (not given)  the averaged checkpoint when it is as new as the newest training checkpoint, else the newest
+                 training checkpoint (a damaged one is an error naming the damaged file)
+    averaged     output_dir/averaged: the average of the last checkpoints, the paper's model (section 6.1)
+    latest       the newest training checkpoint that restores, found as the trainer finds the one it resumes
+                 from: damaged newer ones are skipped, and the tool says so
+    best         output_dir/best: the weights of the best dev evaluation (`BestCheckpoint`)
+    ckpt-N       a training checkpoint in output_dir/checkpoints; or any checkpoint prefix, relative to
+                 output_dir or to the current directory, or absolute
+
+Checkpoints are found by listing their ckpt-N.index files, never through TensorFlow's `checkpoint` index file
+alone, which may be lost or stale. The tool says on stderr which checkpoint it restored, with its step.
+"""
+
+import functools
+import os
+import sys
+
+from t2t_repro.errors import UserError
+from t2t_repro.train.checkpoints import (
+    all_finite, checkpoint_prefixes, damage_details, first_line, latest_checkpoint, read_model, restore_model,
+    restore_newest,
+)
+
+NAMES = ("averaged", "latest", "best")
+
+
+def prefix_step(prefix):
+    """The step in a checkpoint prefix named ckpt-N (or anything ending in -N), or None."""
+    tail = os.path.basename(prefix).rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else None
+
+
+def inventory(layout):
+    """What checkpoints the run has, for messages: "averaged/ckpt-20, best/ckpt-6, checkpoints/ckpt-5 ...", or
+    "none"."""
+    found = [latest_checkpoint(layout.averaged_dir), latest_checkpoint(layout.best_dir),
+             *checkpoint_prefixes(layout.checkpoint_dir)]
+    names = [os.path.relpath(prefix, layout.output_dir) for prefix in found if prefix]
+    return ", ".join(names) if names else "none"
+
+
+def _named(layout, name):
+    """The prefix of --checkpoint=averaged or best; a UserError naming what exists when there is none."""
+    directory = layout.averaged_dir if name == "averaged" else layout.best_dir
+    prefix = latest_checkpoint(directory)
+    if prefix is None:
+        how = ("t2t-repro-avg-checkpoints makes one" if name == "averaged"
+               else "a run keeps one when it evaluates on dev, every --eval_steps")
+        raise UserError(f"--checkpoint={name}: {directory} holds no checkpoint ({how}); this run has: "
+                        f"{inventory(layout)}")
+    return prefix
+
+
+def _given(layout, name):
+    """The prefix a --checkpoint path names: in checkpoints/, in output_dir, or as given."""
+    name = name[: -len(".index")] if name.endswith(".index") else name
+    for prefix in (os.path.join(layout.checkpoint_dir, name), os.path.join(layout.output_dir, name), name):
+        if os.path.isfile(prefix + ".index"):
+            return prefix
+    raise UserError(f"checkpoint {name} not found (no {name}.index in {layout.checkpoint_dir}, in "
+                    f"{layout.output_dir} or as given); give averaged, latest, best or one this run has: "
+                    f"{inventory(layout)}")
+
+
+def _restore_latest(layout, model):
+    """Restores the newest training checkpoint that restores with finite weights; returns its prefix."""
+
+    def mismatch(prefix, error):
+        return UserError(f"checkpoint {prefix} does not fit the run's model: {first_line(error)}")
+
+    prefixes = checkpoint_prefixes(layout.checkpoint_dir, complete=False)
+    prefix, damaged = restore_newest(prefixes, functools.partial(read_model, model),
+                                     lambda: all_finite(model.weights), mismatch)
+    if prefix is None:
+        if damaged:
+            raise UserError(f"--checkpoint=latest: no training checkpoint in {layout.checkpoint_dir} restores "
+                            f"({damage_details(damaged)})")
+        raise UserError(f"--checkpoint=latest: no training checkpoint in {layout.checkpoint_dir}; train first "
+                        "with t2t-repro-trainer")
+    for skipped, damage in damaged:
+        print(f"checkpoint {skipped} is damaged ({damage}): skipped", file=sys.stderr, flush=True)
+    return prefix
+
+
+def restore_checkpoint(layout, model, checkpoint=None):
+    """Restores into the built `model` the checkpoint of the run in `layout` that `checkpoint` names (see the
+    module's docstring; None or "": the default); says on stderr which one, with its step; returns its prefix."""
+    if checkpoint == "latest":
+        prefix, kind = _restore_latest(layout, model), "latest"
+    else:
+        if not checkpoint:
+            prefix, kind = layout.latest_checkpoint(), "the default"
+            if not prefix:
+                raise UserError(f"no checkpoint in {layout.output_dir}; train first with t2t-repro-trainer")
+        elif checkpoint in NAMES:
+            prefix, kind = _named(layout, checkpoint), checkpoint
+        else:
+            prefix, kind = _given(layout, checkpoint), "as given"
+        restore_model(model, prefix)
+    step = prefix_step(prefix)
+    print(f"using checkpoint {prefix} (step {'unknown' if step is None else step}, {kind})", file=sys.stderr,
+          flush=True)
+    return prefix
