@@ -4,112 +4,28 @@ command shown in a fenced code block is one that the tool's --help lists (one --
 a heading of that page), the README's test command is the one the CI runs, and the quickstart's cheap commands
 run as shown."""
 
-import concurrent.futures
-import pathlib
 import re
-import shlex
-import subprocess
 import sys
 
 import pytest
 
+import doc_pages
 from conftest import run_cli_in_process
+from doc_pages import (
+    ROOT, TOOLS, fenced_blocks, joined_lines, line_commands, page_commands, prose, read, tool_help_flags, unknown_flags,
+)
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 PAGES = ["README.md"] + sorted(str(path.relative_to(ROOT)) for path in (ROOT / "docs").glob("*.md"))
 LINKED_PAGES = PAGES + ["CHANGELOG.md", "tools/benchmarks/README.md"]
-TOOLS = {
-    "t2t-repro-trainer": "trainer", "t2t-repro-datagen": "datagen", "t2t-repro-decoder": "decoder",
-    "t2t-repro-exporter": "exporter", "t2t-repro-avg-checkpoints": "avg_checkpoints",
-    "t2t-repro-visualize": "visualize", "t2t-repro-serve": "serve", "t2t-repro-bleu": "bleu",
-    "t2t-repro-evalb": "evalb",
-}
 QUICKSTART = "docs/quickstart.md"
 
-_FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
-# A command: a t2t-repro-* word followed by a space or the line's end (not "t2t-repro-datagen: error: ...", which is
-# output), at the start of the line or of a pipeline stage, after any VARIABLE=value assignments.
-_COMMAND = re.compile(r"(?:^|[|;&]\s*)(?:[A-Za-z_]\w*=\S*\s+)*(t2t-repro-[a-z0-9-]+)(?=\s|$)")
-_OPTION_LINE = re.compile(r"^  (?:-\w, )?(--[A-Za-z0-9_-]+)")  # argparse's option list, not its wrapped help
 _LINK = re.compile(r"\[[^\]\n]*\]\(([^)\s]+)\)")
 _HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$", re.MULTILINE)
 
 
-def read(page):
-    return (ROOT / page).read_text(encoding="utf-8")
-
-
-def fenced_blocks(text):
-    """(info string, body) of every fenced code block of a Markdown text."""
-    return [(match.group(1).strip(), match.group(2)) for match in _FENCE.finditer(text)]
-
-
-def joined_lines(body):
-    """The lines of a block, each line ending in a backslash joined to the next."""
-    lines, pending = [], ""
-    for line in body.splitlines():
-        if line.rstrip().endswith("\\"):
-            pending += line.rstrip()[:-1] + " "
-        else:
-            lines.append(pending + line)
-            pending = ""
-    return lines + ([pending] if pending else [])
-
-
-def line_commands(line):
-    """The t2t-repro-* commands of one shell line, each as its list of words (the tool first): the words of each
-    pipeline stage (split at | ; & && > <), comments dropped, leading VARIABLE=value assignments skipped."""
-    if not _COMMAND.search(line):
-        return []
-    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    commands, stage = [], []
-    for word in list(lexer) + [";"]:
-        if set(word) <= set("|;&<>()"):
-            while stage and re.match(r"[A-Za-z_]\w*=", stage[0]):
-                stage.pop(0)
-            if stage and stage[0].startswith("t2t-repro-"):
-                commands.append(stage)
-            stage = []
-        else:
-            stage.append(word)
-    return commands
-
-
-def page_commands(page):
-    """Every t2t-repro-* command in the fenced code blocks of a page, in order."""
-    return [command for _, body in fenced_blocks(read(page)) for line in joined_lines(body)
-            for command in line_commands(line)]
-
-
-def unknown_flags(commands, tool_flags):
-    """'<command>: --flag' for each flag a command uses that its tool's --help does not list (and for each
-    t2t-repro-* word that is no console script)."""
-    unknown = []
-    for words in commands:
-        if words[0] not in TOOLS:
-            unknown.append(f"{' '.join(words)}: no console script {words[0]}")
-            continue
-        for word in words[1:]:
-            flag = word.split("=", 1)[0]
-            if flag.startswith("--") and flag not in tool_flags[words[0]]:
-                unknown.append(f"{' '.join(words)}: {flag}")
-    return unknown
-
-
 @pytest.fixture(scope="module")
 def tool_flags():
-    """{console script: the flags its --help lists}, from one `python -m t2t_repro.cli.<module> --help` each."""
-    def flags(module):
-        result = subprocess.run([sys.executable, "-m", f"t2t_repro.cli.{module}", "--help"], capture_output=True,
-                                text=True, timeout=120, cwd=ROOT)
-        assert result.returncode == 0, result.stderr
-        return {match.group(1) for line in result.stdout.splitlines() if (match := _OPTION_LINE.match(line))}
-
-    with concurrent.futures.ThreadPoolExecutor(max_workers=len(TOOLS)) as pool:
-        found = dict(zip(TOOLS, pool.map(flags, TOOLS.values())))
-    assert all("--help" in names and len(names) > 2 for names in found.values()), found
-    return found
+    return tool_help_flags()
 
 
 # Flags ----------------------------------------------------------------------------------------------------------
@@ -152,16 +68,15 @@ def test_the_readme_test_command_is_the_one_the_ci_runs():
 
 def anchors(text):
     """GitHub's anchors of a page's headings (outside code blocks): lowercased, punctuation dropped, spaces to -."""
-    prose = _FENCE.sub("", text)
     return {re.sub(r"[^\w\- ]", "", re.sub(r"`", "", heading).lower()).replace(" ", "-")
-            for heading in _HEADING.findall(prose)}
+            for heading in _HEADING.findall(prose(text))}
 
 
 def broken_links(page):
     """'<page>: <link>' for each relative link of a page (outside code blocks) whose file does not exist, or whose
     #anchor is no heading of that file."""
     broken = []
-    for target in _LINK.findall(_FENCE.sub("", read(page))):
+    for target in _LINK.findall(prose(read(page))):
         if re.match(r"[a-z]+:", target):
             continue  # http:, https:, mailto:
         path, _, anchor = target.partition("#")
@@ -187,6 +102,7 @@ def test_the_link_check_finds_a_broken_link(tmp_path, monkeypatch):
         "[ok](docs/a.md) [ok](docs/a.md#its-part) [web](https://example.com/x.md)\n"
         "[gone](docs/b.md) [bad anchor](docs/a.md#no-part)\n```\n[in code](docs/c.md)\n```\n", encoding="utf-8")
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    monkeypatch.setattr(doc_pages, "ROOT", tmp_path)
     assert broken_links("README.md") == ["README.md: docs/b.md (no such file)",
                                          "README.md: docs/a.md#no-part (no such heading)"]
 
@@ -247,7 +163,8 @@ def _pattern(shown):
 
 def test_bleu_scores_two_small_files_and_prints_what_the_quickstart_shows(tmp_path):
     reference, hypothesis = tmp_path / "ref.de", tmp_path / "hyp.de"
-    reference.write_text("Der Hund schläft.\nDie Katze sitzt auf der Matte.\nEr muss Julia helfen.\n", encoding="utf-8")
+    reference.write_text("Der Hund schläft.\nDie Katze sitzt auf der Matte.\nEr muss Julia helfen.\n",
+                         encoding="utf-8")
     hypothesis.write_text("Der Hund schläft.\nDie Katze sitzt auf Matte.\nEr muss Julia helfen.\n", encoding="utf-8")
     words = shown_command(QUICKSTART, "t2t-repro-bleu")
     assert words == ["t2t-repro-bleu", "--translation=test.hyp.de", "--reference=test.de", "--lang=de"]

@@ -1,86 +1,22 @@
-"""docs/own_data.md and docs/extending.md checked against the tools: every flag of every t2t-repro-* command the
-pages show is one that the tool's --help lists, the --problem and --hparams names they use are registered, the
-code they show is the example's or runs, and the commands that need no training run as written (from the
-repository root, or beside the user directory extending.md writes; the placeholders M and D given real
-directories) and print what the pages show."""
+"""docs/own_data.md and docs/extending.md checked against the tools (their flags are checked with every page's by
+test_docs_commands): the --problem and --hparams names they use are registered, the code they show is the
+example's or runs, and the commands that need no training run as written (from the repository root, or beside
+the user directory extending.md writes; the placeholders M and D given real directories) and print what the
+pages show."""
 
-import concurrent.futures
 import json
 import os
-import pathlib
 import random
 import re
-import shlex
-import subprocess
-import sys
 
 import pytest
 
 from conftest import run_cli_in_process, write_parallel_corpus
+from doc_pages import ROOT, TOOLS, fenced_blocks, page_commands, shell_words
 
-ROOT = pathlib.Path(os.path.abspath(__file__)).parent.parent  # as test_usr_dir names examples/usr_dir
 DOCS = ("docs/own_data.md", "docs/extending.md")
-TOOLS = {
-    "t2t-repro-trainer": "trainer", "t2t-repro-datagen": "datagen", "t2t-repro-decoder": "decoder",
-    "t2t-repro-exporter": "exporter", "t2t-repro-avg-checkpoints": "avg_checkpoints",
-    "t2t-repro-visualize": "visualize", "t2t-repro-serve": "serve", "t2t-repro-bleu": "bleu",
-    "t2t-repro-evalb": "evalb",
-}
 USR_DIR = "my_usr_dir"  # the user directory extending.md writes, from its `# my_usr_dir/<file>.py` blocks
 
-_FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
-# A command: a t2t-repro-* word followed by a space or the line's end (not "t2t-repro-datagen: error: ...", which
-# is output), at the start of the line or of a pipeline stage, after any VARIABLE=value assignments.
-_COMMAND = re.compile(r"(?:^|[|;&]\s*)(?:[A-Za-z_]\w*=\S*\s+)*(t2t-repro-[a-z0-9-]+)(?=\s|$)")
-_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=")
-_OPTION_LINE = re.compile(r"^  (?:-\w, )?(--[A-Za-z0-9_-]+)")  # argparse's option list, not its wrapped help text
-
-
-def fenced_blocks(text):
-    """(info string, body) of every fenced code block of a Markdown text."""
-    return [(match.group(1).strip(), match.group(2)) for match in _FENCE.finditer(text)]
-
-
-def joined_lines(body):
-    """The lines of a block with the lines ending in a backslash joined to the next."""
-    lines, pending = [], ""
-    for line in body.splitlines():
-        if line.rstrip().endswith("\\"):
-            pending += line.rstrip()[:-1] + " "
-        else:
-            lines.append(pending + line)
-            pending = ""
-    return lines + ([pending] if pending else [])
-
-
-def shell_words(line):
-    """The words of a shell line (quotes removed, comments dropped), with | ; & < > as words of their own."""
-    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    return list(lexer)
-
-
-def line_commands(line):
-    """The t2t-repro-* commands of one shell line, each as its list of words (the tool's name first)."""
-    if not _COMMAND.search(line):
-        return []
-    commands, stage = [], []
-    for word in shell_words(line) + [";"]:
-        if set(word) <= set("|;&<>()"):
-            while stage and _ASSIGNMENT.match(stage[0]):
-                stage.pop(0)
-            if stage and stage[0].startswith("t2t-repro-"):
-                commands.append(stage)
-            stage = []
-        else:
-            stage.append(word)
-    return commands
-
-
-def doc_commands(path):
-    """Every t2t-repro-* command in the fenced code blocks of a page, in order."""
-    return [command for _, body in fenced_blocks((ROOT / path).read_text(encoding="utf-8"))
-            for line in joined_lines(body) for command in line_commands(line)]
 
 
 def shown_block(path, first_line_start):
@@ -239,7 +175,7 @@ def runs(tmp_path_factory):
     corpora = {None: None, "small": write_parallel_corpus(tmp / "small", languages=("en", "es")), "rich": rich,
                "tsv": write_tsv_corpus(rich, tmp / "tsv")}
     places = {"root": ROOT, "usr": write_usr_dir(tmp).parent}
-    shown = {path: {" ".join(words) for words in doc_commands(path)} for path in DOCS}
+    shown = {path: {" ".join(words) for words in page_commands(path)} for path in DOCS}
     results = {"data": {key: tmp / _slug(key) for key in RUNS}, "corpora": corpora}
     for key, (path, text, where, corpus) in RUNS.items():
         words = shell_words(text)
@@ -257,53 +193,8 @@ def _succeeded(result):
 # Flags and names ------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def tool_flags():
-    """{console script: the flags its --help lists}, from `python -m t2t_repro.cli.<module> --help`."""
-    def flags(module):
-        result = subprocess.run([sys.executable, "-m", f"t2t_repro.cli.{module}", "--help"], capture_output=True,
-                                text=True, timeout=120, cwd=ROOT)
-        assert result.returncode == 0, result.stderr
-        return {match.group(1) for line in result.stdout.splitlines() if (match := _OPTION_LINE.match(line))}
-
-    with concurrent.futures.ThreadPoolExecutor(max_workers=len(TOOLS)) as pool:
-        found = dict(zip(TOOLS, pool.map(flags, TOOLS.values())))
-    assert all("--help" in names and len(names) > 2 for names in found.values()), found
-    return found
-
-
-def unknown_flags(commands, tool_flags):
-    """'<command>: --flag' for each flag a command uses that its tool's --help does not list."""
-    unknown = []
-    for words in commands:
-        assert words[0] in TOOLS, f"{' '.join(words)}: no console script {words[0]}"
-        for word in words[1:]:
-            flag = word.split("=", 1)[0]
-            if flag.startswith("--") and flag not in tool_flags[words[0]]:
-                unknown.append(f"{' '.join(words)}: {flag}")
-    return unknown
-
-
-@pytest.mark.parametrize("path", DOCS)
-def test_every_flag_of_every_command_is_one_the_tool_has(path, tool_flags):
-    commands = doc_commands(path)
-    assert len(commands) >= 10
-    assert not unknown_flags(commands, tool_flags)
-
-
-def test_the_flag_check_finds_a_flag_that_does_not_exist(tool_flags):
-    commands = [line_commands(line)[0] for line in joined_lines(
-        "T2T_REPRO_VERBOSE=1 t2t-repro-trainer --problem=toy_ende \\\n    --vocab_sise=8000   # a comment --xla\n"
-        "cat new.en | t2t-repro-decoder --output_dir=O --beam_width=4 > new.es\n")]
-    assert [words[0] for words in commands] == ["t2t-repro-trainer", "t2t-repro-decoder"]
-    assert unknown_flags(commands, tool_flags) == [
-        "t2t-repro-trainer --problem=toy_ende --vocab_sise=8000: --vocab_sise",
-        "t2t-repro-decoder --output_dir=O --beam_width=4: --beam_width",
-    ]
-
-
 def test_the_pages_use_every_tool_a_run_needs():
-    used = {words[0] for path in DOCS for words in doc_commands(path)}
+    used = {words[0] for path in DOCS for words in page_commands(path)}
     assert {"t2t-repro-trainer", "t2t-repro-datagen", "t2t-repro-decoder", "t2t-repro-exporter",
             "t2t-repro-serve", "t2t-repro-bleu", "t2t-repro-evalb"} <= used
 
@@ -315,7 +206,7 @@ def test_every_problem_and_hparams_set_named_is_registered(runs):
     names |= set(re.findall(r'^    name = "(\w+)"', usr_code, re.MULTILINE))
     names |= set(re.findall(r"^@register_hparams\ndef (\w+)\(", usr_code, re.MULTILINE))
     for path in DOCS:
-        for words in doc_commands(path):
+        for words in page_commands(path):
             for word in words:
                 flag, _, value = word.partition("=")
                 if flag in ("--problem", "--hparams"):
@@ -375,7 +266,8 @@ def test_hparams_help_shows_the_example_set(runs):
 def test_the_example_problem_generates_its_data_at_the_size_the_corpus_gives(runs):
     result = _succeeded(runs["example datagen"])
     assert "translate_en_es_local: generated train 300, dev 20, test 20 examples" in result.stdout
-    assert re.search(r"reaches \d+ pieces, not the 4,000 requested \(its class fixes vocab_size;", result.stderr), result.stderr
+    assert re.search(r"reaches \d+ pieces, not the 4,000 requested \(its class fixes vocab_size;",
+                     result.stderr), result.stderr
 
 
 def test_the_tsv_problem_of_the_page_lists_its_settings_and_generates_its_data(runs):
