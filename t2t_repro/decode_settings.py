@@ -78,11 +78,14 @@ class SamplingSettings:
     sampling: str | None = setting(
         None, "sample instead of beam search: topk:K draws each token among the K most likely (topk:1 is greedy "
         "decoding), topp:P among the fewest most likely whose probability reaches P (nucleus, 0 < P <= 1); with "
-        "--nbest=N, N samples per input, each scored by its log-probability",
+        "--nbest=N, N samples per input, each scored by its log-probability under the model (both engines: at "
+        "temperature 1, before top-k/top-p, not length-normalised)",
     )
     temperature: float = setting(1.0, "sampling: the logits are divided by it before the softmax (> 0; below 1 "
                                       "sharper, above 1 flatter)")
-    seed: int = setting(0, "sampling: the random seed; the same seed, model and sentence give the same samples",
+    seed: int = setting(0, "sampling: the random seed; the same command gives the same samples (tensorflow "
+                           "engine: the same seed, model and sentence; ctranslate2: one random stream for the "
+                           "command, so they also depend on the input lines, their order and the batch size)",
                         minimum=0)
 
     def __post_init__(self):

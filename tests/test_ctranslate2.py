@@ -1,6 +1,7 @@
 """CTranslate2 exports: the layout and versions of the export, outputs equal to the TensorFlow decoder's
 (greedy: the same outputs and scores; beam 4: at least 98% the same), int8 weights, the decoder and the
-server with --engine=ctranslate2, and one-line errors for what cannot be done."""
+server with --engine=ctranslate2, sampling with it (topk:1 is greedy, a command gives the same bytes, samples
+are scored by their log-probability), and one-line errors for what cannot be done."""
 
 import json
 import os
@@ -14,10 +15,12 @@ import sacrebleu
 from t2t_repro.cli import decoder, exporter
 from t2t_repro.cli.common import run_main
 from t2t_repro.decode.decode_text import search_texts_nbest
+from t2t_repro.decode_settings import SamplingSettings
 from t2t_repro.errors import UserError
 from t2t_repro.run import ctranslate2_jobs, jobs
 from t2t_repro.serve import ctranslate2_export, versions
 from t2t_repro.serve.export_files import read_export_metadata
+from t2t_repro.special_tokens import EOS_ID
 
 EXTRA_LENGTH = 6
 
@@ -149,6 +152,68 @@ def test_decoder_cli_with_the_ctranslate2_engine_writes_what_the_tensorflow_engi
         written[name] = target.read_text(encoding="utf-8")
     assert written["by_version"] == written["tensorflow"] == written["by_run"]
     assert len(written["tensorflow"].splitlines()) == len(sources)
+
+
+@pytest.fixture(scope="module")
+def sampled(ct2_export, sources, tmp_path_factory):
+    """sample(name, *flags) -> the text t2t-repro-decoder --engine=ctranslate2 writes for the tiny corpus' test
+    sources and the odd lines of `sources` (an empty one among them) with `flags`."""
+    directory = tmp_path_factory.mktemp("ct2_sampling")
+    source = directory / "sources.en"
+    source.write_text("\n".join(sources[300:]) + "\n", encoding="utf-8")
+
+    def sample(name, *flags):
+        target = directory / f"{name}.de"
+        assert run_main(decoder._main, ["--engine=ctranslate2", f"--model_dir={ct2_export}", "--quiet",
+                                        f"--decode_from_file={source}", f"--decode_to_file={target}", *flags]) == 0
+        # (Lines end with "\n"; str.splitlines would also split at characters such as U+001C.)
+        return target.read_text(encoding="utf-8")
+
+    return sample
+
+
+def test_sampling_topk_1_writes_the_greedy_outputs_byte_for_byte(sampled):
+    greedy = sampled("greedy", "--beam_size=1")
+    assert sampled("topk1", "--sampling=topk:1", "--temperature=3", "--seed=7") == greedy
+    assert len(set(greedy.split("\n"))) > 15 and len(greedy) > 250  # long, varied outputs, not empty ones
+    # Two samples per input: the greedy output twice (CTranslate2 searches each source twice).
+    twice = sampled("topk1_twice", "--sampling=topk:1", "--nbest=2").split("\n")[:-1]
+    twice = [line.split("\t", 1)[1] for line in twice]
+    assert twice[::2] == twice[1::2] == greedy.split("\n")[:-1]
+
+
+def test_the_same_sampling_command_gives_the_same_bytes_and_another_seed_other_samples(sampled):
+    flags = ("--sampling=topp:0.9", "--temperature=1.5", "--nbest=3", "--seed=3")
+    first = sampled("first", *flags)
+    assert sampled("again", *flags) == first
+    rows = [line.split("\t", 1) for line in first.split("\n")[:-1]]
+    assert len(rows) == 3 * 24 and rows[60:63] == [["0.000000", ""]] * 3  # the empty line: nothing to sample
+    per_input = [rows[i : i + 3] for i in range(0, len(rows), 3) if rows[i][1]]
+    # A barely trained model's flat distribution: three different samples per input, most likely first.
+    assert all(len({text for _, text in samples}) == 3 for samples in per_input)
+    assert all([float(score) for score, _ in samples] == sorted((float(s) for s, _ in samples), reverse=True)
+               for samples in per_input)
+    other_seed = sampled("other_seed", *flags[:-1], "--seed=4").split("\n")
+    assert sum(a != b for a, b in zip(first.split("\n"), other_seed)) > 60
+    large_k = sampled("large_k", "--sampling=topk:1000000", "--temperature=1.5", "--seed=3").split("\n")
+    assert sum(a != b for a, b in zip(sampled("greedy", "--beam_size=1").split("\n"), large_k)) > 20
+
+
+def test_sample_scores_are_their_log_probabilities_as_the_tensorflow_scorer_gives_them(ct2_export, serving_run,
+                                                                                        sources):
+    text_decoder = ctranslate2_jobs.export_decoder(
+        str(ct2_export), sampling=SamplingSettings("topk:5", temperature=0.7, seed=1), nbest=2)
+    vocabulary = text_decoder.vocabulary
+    ids = [vocabulary.encode(text) + [EOS_ID] for text in sources[300:320]]
+    results = text_decoder.search(ids)
+    pairs = [(source, sample, score) for source, samples in zip(ids, results) for sample, score in samples]
+    scored = jobs.run_scorer(str(serving_run)).scorer([p[0] for p in pairs], [p[1] for p in pairs])
+    assert max(abs(log_prob - score) for (log_prob, _, _), (_, _, score) in zip(scored, pairs)) < 1e-4
+    # Each sample runs to EOS or to its own maximum length (source + EXTRA_LENGTH), however long the batch's
+    # longest source: most of this model's samples are cut there.
+    limits = [len(source) + EXTRA_LENGTH for source, _, _ in pairs]
+    assert all(len(sample) == limit or sample[-1] == EOS_ID for (_, sample, _), limit in zip(pairs, limits))
+    assert sum(len(sample) == limit < max(limits) for (_, sample, _), limit in zip(pairs, limits)) > 10
 
 
 def test_missing_ctranslate2_is_a_one_line_error_and_the_package_works_without_it(serving_run, tmp_path):

@@ -140,7 +140,8 @@ def test_one_steps_samples_follow_the_tempered_top_k_distribution(model):
     (["--seed=3"], "--temperature and --seed apply to --sampling only"),
     (["--sampling=topk:3", "--beam_size=4"], "--beam_size does not apply to --sampling"),
     (["--sampling=topk:3", "--alpha=1"], "--alpha does not apply to --sampling"),
-    (["--sampling=topk:3", "--engine=ctranslate2", "--model_dir={tmp}"], "--sampling needs --engine=tensorflow"),
+    (["--sampling=topk:3", "--engine=ctranslate2", "--model_dir={tmp}", "--beam_size=2"],
+     "--beam_size does not apply to --sampling"),
 ])
 def test_sampling_errors_are_one_line_and_write_nothing(serving_run, sources_file, tmp_path, flags, message):
     target = tmp_path / "out.de"

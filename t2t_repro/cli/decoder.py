@@ -6,6 +6,7 @@ A text file is decoded into another, or standard input line by line.
     t2t-repro-decoder --output_dir=O                      # interactive: each line of stdin answered on stdout
     t2t-repro-decoder --engine=ctranslate2 --model_dir=O/export_ctranslate2/1 --decode_from_file=F --decode_to_file=G
     t2t-repro-decoder --output_dir=O --decode_from_file=F --decode_to_file=G --sampling=topp:0.9 --seed=1 --nbest=4
+    t2t-repro-decoder --engine=ctranslate2 --output_dir=O --decode_from_file=F --decode_to_file=G --sampling=topk:10
     t2t-repro-decoder --output_dir=O --decode_from_file=newstest2014.en --score_file=newstest2014.de   # scores
     t2t-repro-decoder --output_dir=O1 --ensemble=O2,O3 --decode_from_file=F --decode_to_file=G   # 3 models as one
 
@@ -25,9 +26,12 @@ Sampling (--sampling=topk:K or topp:P, --temperature=T, default 1, --seed=S, def
 search by ancestral sampling with the model's cache: each token is drawn from softmax(logits / T) restricted to
 the K most likely tokens, or to the fewest most likely tokens whose probability reaches P (nucleus). With
 --nbest=N it draws N samples per input, most likely first, each "<log-probability>\\t<text>" (the model's
-log-probability of the sample, not length-normalised). topk:1 is greedy decoding: the outputs of --beam_size=1.
-A sentence's samples depend only on the seed, the model and the sentence, not on its batch (which changes their
-scores within float rounding) nor on its line, and the same command gives the same output.
+log-probability of the sample at temperature 1, not length-normalised). topk:1 is greedy decoding: the
+outputs of --beam_size=1. With the tensorflow engine a sentence's samples depend only on the seed, the model and
+the sentence, not on its batch (which changes their scores within float rounding) nor on its line. With
+--engine=ctranslate2 CTranslate2's own sampler draws them (with the same scores) from one random stream for the
+whole command, so they also depend on the input lines, their order and --batch_size. With either engine the
+same command gives the same output.
 
 Scoring (--score_file=TGT, line-aligned with --decode_from_file=SRC) decodes nothing: for each pair it writes
 "<log P(TGT | SRC)>\\t<tokens>\\t<score>", the log-probability of the target given the source under the model
@@ -113,9 +117,6 @@ def _check(args, engine):
                         "decoded to standard output")
     if args.sampling:
         _refuse(args, NOT_SAMPLING, "--sampling, which draws outputs instead of searching for them")
-        if engine.engine == CTRANSLATE2:
-            raise UserError("--sampling needs --engine=tensorflow: the ctranslate2 engine decodes by beam search "
-                            "(its own sampling draws from other random streams and scores tempered probabilities)")
     if engine.engine == CTRANSLATE2:
         if args.ensemble is not None:
             raise UserError("--ensemble is for the tensorflow engine: a CTranslate2 export holds one model")
@@ -159,7 +160,7 @@ def _main(argv):
         text_decoder.check_file_paths(args.decode_from_file, args.decode_to_file)
     if engine.engine == CTRANSLATE2:
         decoder = jobs.export_decoder(args.model_dir, args.output_dir, engine.threads, args.t2t_usr_dir,
-                                      **decode_flags)
+                                      sampling=sampling, **decode_flags)
     else:
         decoder = jobs.run_decoder(args.output_dir, args.checkpoint, engine.serving_precision, args.t2t_usr_dir,
                                    ensemble, sampling=sampling, **decode_flags)

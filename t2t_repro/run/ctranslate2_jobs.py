@@ -6,6 +6,7 @@ format, so the rest of the project works without it.
 
     path = export("runs/wmt_ende", quantization="int8")          # -> runs/wmt_ende/export_ctranslate2/<N>
     decoder = export_decoder("runs/wmt_ende/export_ctranslate2")  # newest version; or a version directory
+    sampler = export_decoder(model_dir, sampling=SamplingSettings("topk:10", seed=1), nbest=4)  # 4 samples each
     served = served_model("runs/wmt_ende/export_ctranslate2", limits)
 """
 
@@ -15,10 +16,11 @@ from t2t_repro.errors import UserError
 from t2t_repro.run.jobs import export_description
 from t2t_repro.run.layout import RunLayout
 from t2t_repro.run.restore import restore_run
-from t2t_repro.run.text_decoder import TextDecoder, export_postprocess
+from t2t_repro.run.text_decoder import TextDecoder, export_postprocess, sampling_flags
 from t2t_repro.serve.ctranslate2_backend import CTranslate2Backend
 from t2t_repro.serve.ctranslate2_export import check_exportable, export_ctranslate2
 from t2t_repro.serve.ctranslate2_model import CTranslate2Model
+from t2t_repro.serve.ctranslate2_sampling import sampling_search
 from t2t_repro.serve.export_files import read_export_metadata
 from t2t_repro.serve.served_model import ServedModel
 from t2t_repro.serve.versions import latest_version_dir
@@ -48,20 +50,27 @@ def version_dir(model_dir):
     return model_dir if read_export_metadata(model_dir) else latest_version_dir(model_dir)
 
 
-def export_decoder(model_dir=None, output_dir=None, threads=0, usr_dir=None, **settings_flags):
+def export_decoder(model_dir=None, output_dir=None, threads=0, usr_dir=None, sampling=None, **settings_flags):
     """A TextDecoder of a CTranslate2 export: `model_dir` (a version directory, or an export directory whose
     newest version is used), by default the run's output_dir/export_ctranslate2. Decode settings are the
-    export's, with the given flags on top; outputs are post-processed as the export's problem says."""
+    export's, with the given flags on top; outputs are post-processed as the export's problem says. It
+    searches as the export's beam search, or samples with `sampling`, a SamplingSettings that names a method
+    (`t2t_repro.serve.ctranslate2_sampling`: its samples depend on the whole command, not only the sentence)."""
     if model_dir is None:
         if output_dir is None:
             raise UserError("give --model_dir (a CTranslate2 export) or --output_dir (a run with one in "
                             f"{EXPORT_SUBDIR}/)")
         model_dir = default_export_dir(output_dir)
     model = CTranslate2Model(version_dir(model_dir), threads)
-    settings = model.decode_settings(**settings_flags)
     description = f"CTranslate2 export {model.version_dir} ({model.quantization})"
-    return TextDecoder(model.search(settings), settings, model.vocabulary,
-                       export_postprocess(model.metadata, usr_dir), description)
+    if sampling is not None and sampling.sampling:
+        settings = model.decode_settings(**sampling_flags(settings_flags, model.settings.nbest))
+        search = sampling_search(model, settings, sampling)
+    else:
+        settings, sampling = model.decode_settings(**settings_flags), None
+        search = model.search(settings)
+    return TextDecoder(search, settings, model.vocabulary, export_postprocess(model.metadata, usr_dir),
+                       description, sampling)
 
 
 def served_model(model_dir, limits, threads=0, usr_dir=None):

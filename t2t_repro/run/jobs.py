@@ -15,7 +15,7 @@ from t2t_repro.errors import UserError
 from t2t_repro.run.ensemble import restore_ensemble
 from t2t_repro.run.layout import RunLayout
 from t2t_repro.run.restore import restore_run
-from t2t_repro.run.text_decoder import TextDecoder, TextScorer, export_postprocess
+from t2t_repro.run.text_decoder import TextDecoder, TextScorer, export_postprocess, sampling_flags
 from t2t_repro.serve.export import export_saved_model
 from t2t_repro.serve.saved_model_backend import SavedModelBackend
 from t2t_repro.serve.served_model import ServedModel
@@ -47,8 +47,7 @@ def run_decoder(output_dir, checkpoint=None, precision="float32", usr_dir=None, 
         loaded = restore_run(output_dir, checkpoint, precision, usr_dir)
         description = loaded.checkpoint
     if sampling is not None and sampling.sampling:
-        # A sampler draws nbest outputs per input, one decoder row each: the rows a beam search has per input.
-        settings = loaded.decode_settings(**dict(settings_flags, beam_size=settings_flags.get("nbest") or 1))
+        settings = loaded.decode_settings(**sampling_flags(settings_flags))
         search = sampling_search(loaded.model, settings, sampling)
     else:
         settings, sampling = loaded.decode_settings(**settings_flags), None

@@ -7,8 +7,9 @@ standard input with it.
     decode_interactive(decoder, sys.stdin.buffer, sys.stdout)
 
 A `TextDecoder` holds a batch search (`t2t_repro.decode.decode_text`: the beam search, or the sampler of
-`t2t_repro.decode.sampling`), its settings, the vocabulary and the problem's post-processing; both engines
-decode text the same way from there (stripping, truncation, invalid UTF-8, empty lines, n-best format).
+`t2t_repro.decode.sampling` or of `t2t_repro.serve.ctranslate2_sampling`), its settings, the vocabulary and the
+problem's post-processing; both engines decode text the same way from there (stripping, truncation, invalid
+UTF-8, empty lines, n-best format).
 
     scorer = jobs.run_scorer("runs/wmt_ende")                   # the log-probabilities of given translations
     score_file(scorer, "newstest2014.en", "newstest2014.de")    # one line per pair on stdout; perplexity on stderr
@@ -29,6 +30,12 @@ from t2t_repro.errors import UserError
 from t2t_repro.run.user_code import import_recorded
 
 logger = logging.getLogger(__name__)
+
+
+def sampling_flags(settings_flags, default_nbest=1):
+    """The decode settings flags of a sampler: nbest samples per input (the flag, else `default_nbest`), one
+    decoder row each, which are the rows a beam search of that size has per input."""
+    return dict(settings_flags, beam_size=settings_flags.get("nbest") or default_nbest)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,6 +22,8 @@ How the results relate to `t2t_repro.decode.beam_search` (section 6.1), in float
   sentence's best output can differ when the two searches find different hypotheses: rarely (measured in
   README.md's serving section).
 
+Sampling with the export is `t2t_repro.serve.ctranslate2_sampling`'s.
+
 A sentence's maximum output length is its source length (EOS included) + extra_length, as section 6.1's
 "input length + 50". A batch is searched at once up to the longest of its sentences' maxima; a sentence whose
 hypotheses reached its own maximum is searched again with it (greedy: exactly as the project's search; beam:
@@ -73,6 +75,7 @@ class CTranslate2Model:
         self.settings = DecodeSettings(**self.metadata["decode"])
         self.positions = self.metadata["positions"]
         self.outputs_stop_at_positions = self.metadata.get("outputs_stop_at_positions", False)
+        self._seeded = False
 
     @property
     def quantization(self):
@@ -91,32 +94,55 @@ class CTranslate2Model:
                             f"{self.positions} positions; export again with these settings")
         return settings
 
-    def _max_output_length(self, source_length, settings):
+    def max_output_length(self, source_length, settings):
+        """The longest output of a source of `source_length` tokens (EOS included) with `settings`."""
         longest = source_length + settings.extra_length
         return min(longest, self.positions) if self.outputs_stop_at_positions else longest
 
+    def pieces_of(self, ids):
+        """The tokens CTranslate2 reads for these ids."""
+        return [self.pieces[token] for token in ids]
+
+    def ids_of(self, pieces):
+        """The ids of the tokens CTranslate2 wrote."""
+        return [self.piece_ids[piece] for piece in pieces]
+
+    def seed_random_stream(self, seed):
+        """Seeds the random numbers this translator's sampling draws. CTranslate2 seeds a worker thread's
+        generator from ctranslate2.set_random_seed at the thread's first draw, and never again: a second seed
+        would be ignored, so it is refused (RuntimeError)."""
+        if self._seeded:
+            raise RuntimeError(f"the CTranslate2 model {self.version_dir} was seeded already: load it again")
+        ctranslate2.set_random_seed(seed)
+        self._seeded = True
+
+    def greedy_options(self):
+        """translate_batch's arguments of a greedy search (beam_size 1), but its maximum length: PAD suppressed,
+        EOS returned, and the scores log P (CTranslate2 sums the log-probabilities when its penalty is 0)."""
+        return dict(min_decoding_length=0, max_input_length=0, suppress_sequences=[[self.pieces[PAD_ID]]],
+                    return_end_token=True, return_scores=True, beam_size=1, num_hypotheses=1, length_penalty=0.0)
+
     def _options(self, settings, source_length, max_length):
-        options = dict(max_decoding_length=max_length, min_decoding_length=0, max_input_length=0,
-                       suppress_sequences=[[self.pieces[PAD_ID]]], return_end_token=True, return_scores=True)
-        if settings.beam_size == 1:  # greedy: CTranslate2 sums the log-probabilities when its penalty is 0
-            return dict(options, beam_size=1, num_hypotheses=1, length_penalty=0.0)
+        greedy = dict(self.greedy_options(), max_decoding_length=max_length)
+        if settings.beam_size == 1:
+            return greedy
         patience_hypotheses = round(settings.beam_size * PATIENCE)
         beta = settings.alpha * source_length / (5.0 + source_length)
-        return dict(options, beam_size=settings.beam_size, patience=PATIENCE, num_hypotheses=patience_hypotheses,
+        return dict(greedy, beam_size=settings.beam_size, patience=PATIENCE, num_hypotheses=patience_hypotheses,
                     length_penalty=beta)
 
     def _translate(self, sources, max_length, settings):
         """CTranslate2's results for `sources` searched up to `max_length` tokens, each with its length penalty."""
         mean_length = sum(len(ids) for ids in sources) / len(sources)
         options = self._options(settings, mean_length, max_length)
-        tokens = [[self.pieces[token] for token in ids] for ids in sources]
+        tokens = [self.pieces_of(ids) for ids in sources]
         return [(result, options["length_penalty"]) for result in self.translator.translate_batch(tokens, **options)]
 
     def _ranked(self, result, settings, beta, nbest):
         """The nbest hypotheses of one CTranslate2 result as (ids, GNMT score), ranked as tensor2tensor ranks."""
         ranked = []
         for pieces, score in zip(result.hypotheses, result.scores):
-            ids = [self.piece_ids[piece] for piece in pieces]
+            ids = self.ids_of(pieces)
             log_prob = score * len(ids) ** beta if beta else score
             gnmt_score = log_prob / length_penalty(len(ids), settings.alpha)
             cut = not ids or ids[-1] != EOS_ID
@@ -130,7 +156,7 @@ class CTranslate2Model:
         sources are lists of ids ending in EOS, without PAD."""
 
         def run(sources):
-            limits = [self._max_output_length(len(ids), settings) for ids in sources]
+            limits = [self.max_output_length(len(ids), settings) for ids in sources]
             results = self._translate(sources, max(limits), settings)
             # A sentence whose search reached its own maximum length is searched again with it, so that its
             # hypotheses are cut there (as in the project's search); the others ended before, as they would have.
