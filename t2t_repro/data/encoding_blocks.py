@@ -33,12 +33,11 @@ from itertools import chain
 
 from t2t_repro.data.example_proto import ExampleSerializer
 from t2t_repro.data.vocabulary import Vocabulary
-from t2t_repro.special_tokens import EOS_ID, PAD_ID, UNK_ID
+from t2t_repro.special_tokens import EOS_ID
 
 _LENGTH = struct.Struct("<I")
 _LOADED = {}  # vocabulary model path -> (WordCache, ExampleSerializer), one per worker process
 CACHE_WORDS = 1_000_000  # words a cache holds before it starts afresh (about 150 MB)
-RESERVED_IDS = (PAD_ID, EOS_ID, UNK_ID)  # not counted as unused: PAD is in no example, UNK seldom (byte fallback)
 
 
 class WordCache:
@@ -176,9 +175,7 @@ def unused_ids(vocab_path, used_ids):
     """How many ids of the vocabulary `vocab_path`, the reserved ones and the byte-fallback pieces aside (those
     spell characters the vocabulary lacks, which training text seldom has), are not among `used_ids`: pieces
     the data never shows the model (their embeddings only ever learn to be improbable)."""
-    vocabulary = _tools(vocab_path)[0].vocabulary
-    ignored = set(RESERVED_IDS).union(vocabulary.byte_piece_ids())
-    return len(set(range(vocabulary.vocab_size)).difference(used_ids, ignored))
+    return len(_tools(vocab_path)[0].vocabulary.ordinary_ids().difference(used_ids))
 
 
 def read_group(path, start, end):

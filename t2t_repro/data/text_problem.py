@@ -51,7 +51,6 @@ from t2t_repro.data.split_writer import EncodingPool
 from t2t_repro.data.vocabulary import MODEL_SUFFIX, Vocabulary, train_vocabulary
 from t2t_repro.errors import UserError
 from t2t_repro.settings import dict_differences
-from t2t_repro.special_tokens import EOS_ID, PAD_ID, UNK_ID
 
 VOCAB_PREFIX = "vocab"
 UNUSED_WARNING_SHARE = 0.10
@@ -230,7 +229,7 @@ class TextPairProblem(Problem):
             for split in SPLITS:
                 total = train_pairs if split == "train" else None
                 splits[split] = self._write_split(pool, work_dir, split, vocabulary, tmp_dir, manual_dir, total)
-        ordinary_pieces = vocabulary.vocab_size - len({PAD_ID, EOS_ID, UNK_ID}) - len(vocabulary.byte_piece_ids())
+        ordinary_pieces = len(vocabulary.ordinary_ids())
         self._report_unused_pieces(vocabulary.vocab_size, ordinary_pieces, splits["train"]["unused_ids"])
         seconds = time.perf_counter() - start
         return records.write_metadata(

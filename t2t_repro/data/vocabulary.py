@@ -86,6 +86,10 @@ class Vocabulary:
         so ordinary text seldom uses them."""
         return [token for token in range(self.vocab_size) if self._processor.is_byte(token)]
 
+    def ordinary_ids(self):
+        """The ids text is normally encoded into: all but the reserved PAD, EOS and UNK and the byte pieces."""
+        return set(range(self.vocab_size)).difference((PAD_ID, EOS_ID, UNK_ID), self.byte_piece_ids())
+
     def id_to_piece(self, token):
         """The piece string of one id (for inspection and tests)."""
         return self._processor.id_to_piece(int(token))
