@@ -126,16 +126,20 @@ class TextPairProblem(Problem):
                 f"data of problem {self.name} in {directory} is {state}; "
                 f"run t2t-repro-datagen --problem={self.name} --data_dir={data_dir}"
             )
-        self.check_existing_data(data_dir)
-        return records.read_metadata(directory)
+        metadata = records.read_metadata(directory)
+        self._check_made_as_asked(directory, metadata)
+        return metadata
 
     def check_existing_data(self, data_dir, manual_dir=None):
         """Raises UserError when data_dir holds this problem's data made with other settings, or (given
         `manual_dir`) from another --manual_dir: it would train or decode on data the user did not ask for."""
         directory = self.problem_dir(data_dir)
         metadata = records.read_metadata(directory)
-        if metadata is None:
-            return
+        if metadata is not None:
+            self._check_made_as_asked(directory, metadata, manual_dir)
+
+    def _check_made_as_asked(self, directory, metadata, manual_dir=None):
+        """`check_existing_data` for the metadata already read from `directory`."""
         remedy = f"use another --data_dir, or delete {directory} to generate it anew"
         differences = dict_differences(metadata.get("problem_settings", {}), self.data_settings(), "data")
         if differences:
