@@ -5,6 +5,8 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ["KERAS_BACKEND"] = "tensorflow"
 
+import t2t_repro  # noqa: E402,F401  (its TensorFlow CPU defaults, set before TensorFlow loads)
+
 import tensorflow as tf  # noqa: E402
 
 
@@ -34,7 +36,8 @@ _LEXICON = dict(zip(_EN, _DE))
 TINY_RUN_FLAGS = [
     "--problem=wmt_ende",
     "--hparams=transformer_tiny",
-    "--hparams_overrides=max_length=32,warmup_steps=20,num_layers=1,d_model=32,d_ff=64,num_heads=2,d_k=16,d_v=16",
+    "--hparams_overrides=max_length=32,warmup_steps=20,num_layers=1,d_model=32,d_ff=64,num_heads=2,d_k=16,d_v=16,"
+    "dropout=0.1",  # dropout on, so that resumed and multi-device runs must reproduce its random streams
     "--batch_tokens=256",
     "--log_steps=5",
     "--eval_decode_sentences=4",

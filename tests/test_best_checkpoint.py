@@ -166,15 +166,21 @@ def test_latest_is_the_newest_intact_checkpoint_found_by_its_files(stopped_run, 
     assert f"using checkpoint {checkpoints / 'ckpt-4'} (step 4, latest)" in stderr
 
 
-def test_the_report_decodes_the_best_only_when_its_weights_differ(stopped_run, tmp_path):
+def test_the_report_decodes_the_best_only_when_it_was_chosen_before_the_last_step(stopped_run, tmp_path):
     run = copy_run(stopped_run[0], tmp_path)
     layout = RunLayout(run)
     averaged_of_two = restore_run(str(run), "averaged")  # steps 4 and 6
+    (run / "test_decoded_best.txt").unlink()  # the copied run's, of its best at step 2
     # A best of step 6 with the weights of checkpoints/ckpt-6, in the model-only format.
     shutil.rmtree(run / "best")
     shutil.copytree(average(str(run), num_last=1).rsplit("/", 1)[0], run / "best")
     (run / "best" / "score.json").write_text(json.dumps({**_score(stopped_run[0]), "step": 6}))
     same = best_report(layout, restore_run(str(run), "latest"))
     assert same["step"] == 6 and same["same_as"] == str(run / "checkpoints" / "ckpt-6") and "test" not in same
-    other = best_report(layout, averaged_of_two)  # the same step, other weights
-    assert "same_as" not in other and other["test"]["checkpoint"] == str(run / "best" / "ckpt-6")
+    last = best_report(layout, averaged_of_two)  # the last step's checkpoint against an average ending there
+    assert last["step"] == 6 and last["last_checkpoint"] is True and "test" not in last and "same_as" not in last
+    assert not (run / "test_decoded_best.txt").exists()
+    (run / "best" / "score.json").write_text(json.dumps(_score(stopped_run[0])))  # step 2: chosen before the end
+    earlier = best_report(layout, averaged_of_two)
+    assert "same_as" not in earlier and "last_checkpoint" not in earlier
+    assert earlier["test"]["checkpoint"] == str(run / "best" / "ckpt-6")

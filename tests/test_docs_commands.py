@@ -144,8 +144,8 @@ def test_hparams_help_shows_transformer_tiny_as_the_quickstart_describes_it():
     output = _run(shown_command(QUICKSTART, "t2t-repro-trainer --hparams=transformer_tiny --hparams_help"))
     values = {line.split()[0]: line.split()[1] for line in output.splitlines() if line.strip()}
     assert (values["num_layers"], values["d_model"], values["train_steps"], values["batch_tokens"]) == (
-        "2", "128", "2000", "2048")
-    assert "(2 layers, d_model 128) for 2,000 steps of 2,048 tokens" in " ".join(read(QUICKSTART).split())
+        "2", "128", "1200", "2048")
+    assert "(2 layers, d_model 128) for 1,200 steps of 2,048 tokens" in " ".join(read(QUICKSTART).split())
 
 
 def _pattern(shown):

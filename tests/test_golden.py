@@ -1,8 +1,15 @@
 """Golden values: a fixed-seed 50-step transformer_tiny run on toy_ende, through the real command line.
 
 The losses and weights of the run and the decoder's outputs on 200 toy test sentences were recorded once and
-must not change when the code is reorganised (float32 rounding aside: 1e-6 relative). A change that is meant
-to alter them (a new default of the paper's, say) re-records them on purpose:
+must not change when the code is reorganised (float32 rounding aside: 1e-6 relative, on a CPU whose kernels
+round as those the values were recorded with: oneDNN's AVX-512 ones). Other kernels (an AVX2-only CPU, or
+ONEDNN_MAX_CPU_ISA=AVX2, or TensorFlow's own with TF_ENABLE_ONEDNN_OPTS=0) round otherwise, and Adam's first
+updates, nearly the sign of the gradient, carry that into the weights: there the losses must agree to 1e-5,
+the weights to 2% of their size and the decoded text exactly (measured with oneDNN held to AVX2: 1.7e-6,
+0.4% and identical text). The run keeps the
+settings transformer_tiny had when they were recorded (dropout 0.1, a 1000-step warmup), so that dropout's
+random streams are in them and a later change of the embedded default's training recipe leaves them valid.
+A change that is meant to alter them (a new default of the paper's, say) re-records them on purpose:
 
     T2T_REPRO_RECORD_GOLDEN=1 pytest tests/test_golden.py
 """
@@ -19,6 +26,7 @@ GOLDEN_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden",
 RECORD = os.environ.get("T2T_REPRO_RECORD_GOLDEN") == "1"
 DECODED_SENTENCES = 200
 RELATIVE_TOLERANCE = 1e-6
+RECORDED_SETTINGS = "dropout=0.1,warmup_steps=1000"  # transformer_tiny's when the values were recorded
 
 
 def _losses(summary_dir):
@@ -59,7 +67,8 @@ def golden_run(tmp_path_factory):
     base = tmp_path_factory.mktemp("golden")
     output_dir, tmp_dir = base / "run", base / "tmp"
     result = run_cli(
-        "trainer", "--problem=toy_ende", "--hparams=transformer_tiny", "--train_steps=50", "--seed=1",
+        "trainer", "--problem=toy_ende", "--hparams=transformer_tiny", f"--hparams_overrides={RECORDED_SETTINGS}",
+        "--train_steps=50", "--seed=1",
         "--log_steps=1", "--checkpoint_steps=50", "--eval_steps=1000", "--eval_decode_sentences=0",
         "--skip_average", "--skip_test", "--skip_export",
         f"--data_dir={base / 'data'}", f"--tmp_dir={tmp_dir}", f"--output_dir={output_dir}",
@@ -85,38 +94,68 @@ def golden_run(tmp_path_factory):
     }
 
 
+def host_kernels():
+    """The CPU kernels TensorFlow runs float32 matmuls with here, as far as they change rounding: oneDNN's
+    AVX-512 ones ("onednn-avx512"), or others."""
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+        flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    isa_cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "ALL").upper()
+    if "avx512f" not in flags or os.environ.get("TF_ENABLE_ONEDNN_OPTS") == "0":
+        return "other"
+    return "onednn-avx512" if isa_cap == "ALL" or isa_cap.startswith("AVX512") else "other"
+
+
 @pytest.fixture(scope="module")
 def golden(golden_run):
     if RECORD:
         os.makedirs(os.path.dirname(GOLDEN_FILE), exist_ok=True)
         with open(GOLDEN_FILE, "w", encoding="utf-8") as f:
-            json.dump(golden_run, f, indent=1, sort_keys=True, ensure_ascii=False)
+            json.dump({**golden_run, "kernels": host_kernels()}, f, indent=1, sort_keys=True, ensure_ascii=False)
             f.write("\n")
     with open(GOLDEN_FILE, encoding="utf-8") as f:
         return json.load(f)
 
 
-def test_training_losses_are_the_golden_ones(golden_run, golden):
+@pytest.fixture(scope="module")
+def same_kernels(golden):
+    """Whether this host rounds as the one the values were recorded on (else the looser tolerances apply)."""
+    return host_kernels() == golden["kernels"]
+
+
+def test_training_losses_are_the_golden_ones(golden_run, golden, same_kernels):
     assert len(golden["losses"]) == 50
-    np.testing.assert_allclose(golden_run["losses"], golden["losses"], rtol=RELATIVE_TOLERANCE)
+    np.testing.assert_allclose(golden_run["losses"], golden["losses"],
+                               rtol=RELATIVE_TOLERANCE if same_kernels else 1e-5)
 
 
-def test_trained_weights_are_the_golden_ones(golden_run, golden):
+def test_trained_weights_are_the_golden_ones(golden_run, golden, same_kernels):
     actual, expected = golden_run["weights"], golden["weights"]
     assert sorted(actual) == sorted(expected) and len(expected) > 20
+    tolerance = RELATIVE_TOLERANCE if same_kernels else 2e-2
     for name, want in expected.items():
         got = actual[name]
         assert got["shape"] == want["shape"], name
         n = max(1, int(np.prod(want["shape"])))
+        size = (want["sum_of_squares"] / n) ** 0.5  # root mean square of the variable's values
         # A sum of n float32 terms is compared against the size of its terms: sqrt(n * sum of squares) >= sum |x|.
-        np.testing.assert_allclose(got["sum"], want["sum"], rtol=RELATIVE_TOLERANCE,
-                                   atol=RELATIVE_TOLERANCE * (n * want["sum_of_squares"]) ** 0.5, err_msg=name)
-        np.testing.assert_allclose(got["sum_of_squares"], want["sum_of_squares"], rtol=RELATIVE_TOLERANCE, err_msg=name)
-        np.testing.assert_allclose(got["first"], want["first"], rtol=RELATIVE_TOLERANCE, atol=1e-9, err_msg=name)
+        np.testing.assert_allclose(got["sum"], want["sum"], rtol=tolerance,
+                                   atol=tolerance * (n * want["sum_of_squares"]) ** 0.5, err_msg=name)
+        np.testing.assert_allclose(got["sum_of_squares"], want["sum_of_squares"], rtol=tolerance, err_msg=name)
+        np.testing.assert_allclose(got["first"], want["first"], rtol=tolerance,
+                                   atol=1e-9 if same_kernels else tolerance * size, err_msg=name)
 
 
-def test_decoded_toy_test_sentences_are_the_golden_ones(golden_run, golden):
+def _scored_lines(lines):
+    """n-best lines "score<TAB>text" as (score, text)."""
+    return [(float(line.split("\t", 1)[0]), line.split("\t", 1)[1]) for line in lines]
+
+
+def test_decoded_toy_test_sentences_are_the_golden_ones(golden_run, golden, same_kernels):
     assert len(golden["decoded"]) == DECODED_SENTENCES
     assert golden_run["decoded"] == golden["decoded"]
     assert len(golden["decoded_4best"]) == 4 * DECODED_SENTENCES
-    assert golden_run["decoded_4best"] == golden["decoded_4best"]
+    if same_kernels:
+        assert golden_run["decoded_4best"] == golden["decoded_4best"]
+    actual, expected = _scored_lines(golden_run["decoded_4best"]), _scored_lines(golden["decoded_4best"])
+    assert [text for _, text in actual] == [text for _, text in expected]
+    np.testing.assert_allclose([score for score, _ in actual], [score for score, _ in expected], atol=5e-3)

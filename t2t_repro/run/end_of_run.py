@@ -53,9 +53,11 @@ def same_weights(model, other):
 def best_report(layout, evaluated=None):
     """The best checkpoint of the run in `layout` for report.json: its step, its dev score and, when
     `evaluated` (the restored run the test scores come from) is given, its test scores. The best is decoded
-    (into test_decoded_best.txt) only when it holds other weights than `evaluated` (an average of several
-    checkpoints does, even of the best's step); else "same_as" names `evaluated`'s checkpoint, whose test
-    scores are the report's. None when the run has no best checkpoint."""
+    (into test_decoded_best.txt) only when it was chosen before the run's last step: when it holds the same
+    weights as `evaluated`, "same_as" names `evaluated`'s checkpoint, whose test scores are the report's;
+    when it is the last step's checkpoint (a run whose last dev evaluation was its best, as in a run with a
+    single one), "last_checkpoint" says so and the test split is not decoded again, which would double the
+    end of the run for a choice that was not made. None when the run has no best checkpoint."""
     prefix = latest_checkpoint(layout.best_dir)
     if prefix is None:
         return None
@@ -64,9 +66,10 @@ def best_report(layout, evaluated=None):
               "dev_score": score.get("value"), "higher_is_better": score.get("higher_is_better")}
     if evaluated is None:
         return report
-    best_run = restore_run(layout.output_dir, "best")
-    if evaluated.step == report["step"] and same_weights(evaluated.model, best_run.model):
+    if evaluated.step != report["step"]:
+        report["test"] = jobs.decode_test_split(restore_run(layout.output_dir, "best"), layout.path(BEST_TEST_OUTPUT))
+    elif same_weights(evaluated.model, restore_run(layout.output_dir, "best").model):
         report["same_as"] = evaluated.checkpoint
     else:
-        report["test"] = jobs.decode_test_split(best_run, layout.path(BEST_TEST_OUTPUT))
+        report["last_checkpoint"] = True
     return report
