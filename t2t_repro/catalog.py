@@ -12,7 +12,7 @@ import dataclasses
 
 from t2t_repro import hparams as _registered_hparams  # noqa: F401 - registers the hparams sets
 from t2t_repro import problems as _registered_problems  # noqa: F401 - registers the problems
-from t2t_repro.errors import UserError
+from t2t_repro.errors import UserError, first_line
 from t2t_repro.registry import HPARAMS, PROBLEMS, definition_place, description
 from t2t_repro.settings import apply_overrides, describe
 from t2t_repro.usr_dir import imported_names
@@ -55,9 +55,8 @@ def _built(registry, name, build):
     except UserError:
         raise
     except Exception as error:
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else "(no message)"
         raise UserError(f"{registry.kind} {name} ({definition_place(registered)}) failed: "
-                        f"{type(error).__name__}: {reason}") from None
+                        f"{type(error).__name__}: {first_line(error, '(no message)')}") from None
 
 
 def registry_help():

@@ -21,7 +21,7 @@ import traceback
 
 from t2t_repro import hparams as _built_in_hparams  # noqa: F401 - registered before the user's, which may import them
 from t2t_repro import problems as _built_in_problems  # noqa: F401
-from t2t_repro.errors import UserError
+from t2t_repro.errors import UserError, first_line
 from t2t_repro.registry import HPARAMS, PROBLEMS
 
 MODULE_PREFIX = "t2t_repro_usr"
@@ -51,8 +51,8 @@ def import_usr_dir(path):
         if os.environ.get(VERBOSE_VARIABLE, "") not in ("", "0"):
             traceback.print_exc()
         raise UserError(f"--t2t_usr_dir={path}: importing it failed at {_failure_place(error, path)}: "
-                        f"{type(error).__name__}: {_first_line(error)} (set {VERBOSE_VARIABLE}=1 for the traceback)"
-                        ) from None
+                        f"{type(error).__name__}: {first_line(error, '(no message)')} "
+                        f"(set {VERBOSE_VARIABLE}=1 for the traceback)") from None
     names = {"problems": sorted(set(PROBLEMS.names()) - before[0]),
              "hparams": sorted(set(HPARAMS.names()) - before[1])}
     _IMPORTED[path] = names
@@ -100,6 +100,3 @@ def _failure_place(error, path):
     return place
 
 
-def _first_line(error):
-    text = str(error.msg if isinstance(error, SyntaxError) else error).strip()
-    return text.splitlines()[0] if text else "(no message)"

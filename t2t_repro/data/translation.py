@@ -18,7 +18,7 @@ from t2t_repro.data.parallel_files import SGML_SUFFIX, check_aligned, read_pairs
 from t2t_repro.data.problem import SPLITS
 from t2t_repro.data.text_problem import TextPairProblem
 from t2t_repro.decode_settings import TRANSLATION_DECODE_SETTINGS
-from t2t_repro.errors import UserError
+from t2t_repro.errors import UserError, first_line
 
 TFDS_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
 
@@ -101,7 +101,7 @@ class TranslationProblem(TextPairProblem):
             builder = tfds.builder(self.tfds_name, data_dir=tmp_dir)
             builder.download_and_prepare()
         except Exception as error:  # network, disk, checksum: whatever failed, the remedy is the same
-            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            reason = first_line(error)
             languages = (self.source_language, self.target_language)
             files = ", ".join(f"{{train,dev,test}}.{language}" for language in languages)
             raise UserError(

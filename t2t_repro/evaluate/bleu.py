@@ -33,7 +33,7 @@ from sacrebleu.metrics import BLEU
 from sacrebleu.utils import smart_open
 from sacremoses import MosesTokenizer
 
-from t2t_repro.errors import UserError
+from t2t_repro.errors import UserError, first_line
 
 # The recipe's `perl -ple 's{(\S)-(\S)}{$1 ##AT##-##AT## $2}g'`. Matches do not overlap, exactly as in Perl, so
 # "a-b-c" becomes "a ##AT##-##AT## b-c": the recipe's quirk is kept so that the figures stay comparable.
@@ -80,19 +80,12 @@ def _why_it_cannot_run(error):
     if isinstance(error, (OSError, SystemExit)):
         reason = "an SSL error" if isinstance(error, SystemExit) else getattr(error, "reason", error)
         return (f"cannot get its model (sacreBLEU downloads it into $SACREBLEU or ~/.sacrebleu on first use): "
-                f"{_first_line(reason)}")
+                f"{first_line(reason)}")
     for line in str(error).splitlines():
         if line.strip().startswith("pip install "):
             names = (f'"{name}"' if "[" in name else name for name in line.split()[2:])
             return "needs packages that are not installed: pip install " + " ".join(names)
-    return f"cannot run: {_first_line(error)}"
-
-
-def _first_line(error):
-    """The first line of an exception's message that has a word in it (sacreBLEU's and MeCab's start with
-    blank or dashed lines), or the exception's type."""
-    return next((line.strip() for line in str(error).splitlines() if re.search(r"\w", line)),
-                type(error).__name__)
+    return f"cannot run: {first_line(error)}"
 
 
 def _sacrebleu_metric(lang, tokenize):

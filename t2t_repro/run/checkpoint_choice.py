@@ -18,9 +18,9 @@ import functools
 import os
 import sys
 
-from t2t_repro.errors import UserError
+from t2t_repro.errors import UserError, first_line
 from t2t_repro.train.checkpoints import (
-    all_finite, checkpoint_prefixes, damage_details, first_line, latest_checkpoint, read_model, restore_model,
+    all_finite, checkpoint_prefixes, damage_details, latest_checkpoint, read_model, restore_model,
     restore_newest,
 )
 

@@ -35,7 +35,7 @@ import ctranslate2
 from t2t_repro.data.vocabulary import Vocabulary
 from t2t_repro.decode.beam_search import length_penalty
 from t2t_repro.decode_settings import DecodeSettings
-from t2t_repro.errors import UserError
+from t2t_repro.errors import UserError, first_line
 from t2t_repro.serve.export_files import CTRANSLATE2_VOCABULARY, read_export_metadata
 from t2t_repro.serve.options import CTRANSLATE2
 from t2t_repro.special_tokens import EOS_ID, PAD_ID
@@ -44,10 +44,6 @@ from t2t_repro.special_tokens import EOS_ID, PAD_ID
 # factor", Kasai et al. 2022); tensor2tensor's goes on while an unfinished hypothesis could still win.
 PATIENCE = 2.0
 _NO_HYPOTHESIS = ([], float("-inf"))  # an empty slot, as the project's beam search marks one
-
-
-def _first_line(error):
-    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 class CTranslate2Model:
@@ -68,7 +64,7 @@ class CTranslate2Model:
             self.translator = ctranslate2.Translator(version_dir, device="cpu", compute_type="default",
                                                      intra_threads=threads)
         except (RuntimeError, ValueError, OSError) as error:
-            raise UserError(f"cannot load the CTranslate2 model in {version_dir}: {_first_line(error)}") from None
+            raise UserError(f"cannot load the CTranslate2 model in {version_dir}: {first_line(error)}") from None
         self.vocabulary = Vocabulary(f"{version_dir}/{CTRANSLATE2_VOCABULARY}")
         self.pieces = [self.vocabulary.id_to_piece(token) for token in range(self.vocabulary.vocab_size)]
         self.piece_ids = {piece: token for token, piece in enumerate(self.pieces)}

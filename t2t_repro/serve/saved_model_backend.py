@@ -20,7 +20,7 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from tensorflow.core.protobuf import saved_model_pb2
 
-from t2t_repro.errors import UserError
+from t2t_repro.errors import UserError, first_line
 from t2t_repro.serve import rest_api
 from t2t_repro.serve.export_files import read_export_metadata
 from t2t_repro.serve.options import CTRANSLATE2
@@ -103,8 +103,7 @@ class SavedModelBackend:
                 self.loaded = tf.saved_model.load(version_dir)
             self.signature_defs = _signature_defs_json(version_dir)
         except (OSError, ValueError, DecodeError, tf.errors.OpError) as error:
-            first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
-            raise UserError(f"cannot load the SavedModel in {version_dir}: {first_line}") from None
+            raise UserError(f"cannot load the SavedModel in {version_dir}: {first_line(error)}") from None
         self.signatures = {}
         for name, function in self.loaded.signatures.items():
             signature = _servable(name, function)

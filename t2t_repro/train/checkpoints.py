@@ -14,7 +14,7 @@ import re
 import tensorflow as tf
 
 from t2t_repro import safe_write
-from t2t_repro.errors import UserError
+from t2t_repro.errors import UserError, first_line
 
 INDEX_FILE = "checkpoint"
 # What restoring a damaged or foreign checkpoint raises: a truncated data file gives IndexError ("Read less
@@ -28,12 +28,6 @@ _ASIDE_PREFIX = "damaged-"
 def checkpoint_step(path):
     """The step number in a checkpoint prefix such as .../ckpt-1200."""
     return int(path.rsplit("-", 1)[1])
-
-
-def first_line(error):
-    """The first line of an exception's message (TensorFlow's may go on for many), or its type's name."""
-    lines = str(error).strip().splitlines()
-    return lines[0] if lines else type(error).__name__
 
 
 def checkpoint_prefixes(directory, complete=True):

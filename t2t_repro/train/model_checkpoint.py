@@ -15,8 +15,7 @@ import os
 import tensorflow as tf
 
 from t2t_repro import safe_write
-from t2t_repro.errors import UserError
-from t2t_repro.train.checkpoints import first_line
+from t2t_repro.errors import UserError, first_line
 
 
 def _prefixes(final):

@@ -13,10 +13,10 @@ import keras
 import tensorflow as tf
 
 from t2t_repro.data.batching import token_batches
-from t2t_repro.errors import UserError
+from t2t_repro.errors import UserError, first_line
 from t2t_repro.model import build_transformer
 from t2t_repro.train.checkpoints import (
-    RESTORE_ERRORS, all_finite, checkpoint_prefixes, checkpoint_step, damage_details, first_line, keep_aside,
+    RESTORE_ERRORS, all_finite, checkpoint_prefixes, checkpoint_step, damage_details, keep_aside,
     read_index, remove_write_leftovers, restore_newest, write_index,
 )
 from t2t_repro.train.devices import device_summary
