@@ -5,10 +5,10 @@ must not change when the code is reorganised (float32 rounding aside: 1e-6 relat
 round as those the values were recorded with: oneDNN's AVX-512 ones). Other kernels (an AVX2-only CPU, or
 ONEDNN_MAX_CPU_ISA=AVX2, or TensorFlow's own with TF_ENABLE_ONEDNN_OPTS=0) round otherwise, and Adam's first
 updates, nearly the sign of the gradient, carry that into the weights: there the losses must agree to 1e-5,
-the weights to 2% of their size and the decoded text exactly (measured with oneDNN held to AVX2: 1.7e-6,
-0.4% and identical text). The run keeps the
-settings transformer_tiny had when they were recorded (dropout 0.1, a 1000-step warmup), so that dropout's
-random streams are in them and a later change of the embedded default's training recipe leaves them valid.
+the weights to 2% of their size, the 4-best scores to 5e-3 and the decoded text exactly (measured with oneDNN
+held to AVX2: 1.7e-6, 0.4%, 6e-4 and identical text). The run keeps the settings transformer_tiny had when they
+were recorded (dropout 0.1, a 1000-step warmup), so that dropout's random streams are in them and a later
+change of the embedded default's training recipe leaves them valid.
 A change that is meant to alter them (a new default of the paper's, say) re-records them on purpose:
 
     T2T_REPRO_RECORD_GOLDEN=1 pytest tests/test_golden.py
@@ -26,6 +26,10 @@ GOLDEN_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden",
 RECORD = os.environ.get("T2T_REPRO_RECORD_GOLDEN") == "1"
 DECODED_SENTENCES = 200
 RELATIVE_TOLERANCE = 1e-6
+# Where the host's kernels round otherwise than the recording's (`host_kernels`):
+OTHER_KERNELS_LOSS_TOLERANCE = 1e-5  # relative
+OTHER_KERNELS_WEIGHT_TOLERANCE = 2e-2  # relative, and of the variable's root mean square for single values
+OTHER_KERNELS_SCORE_TOLERANCE = 5e-3  # absolute, on the 4-best log-probability scores
 RECORDED_SETTINGS = "dropout=0.1,warmup_steps=1000"  # transformer_tiny's when the values were recorded
 
 
@@ -125,13 +129,13 @@ def same_kernels(golden):
 def test_training_losses_are_the_golden_ones(golden_run, golden, same_kernels):
     assert len(golden["losses"]) == 50
     np.testing.assert_allclose(golden_run["losses"], golden["losses"],
-                               rtol=RELATIVE_TOLERANCE if same_kernels else 1e-5)
+                               rtol=RELATIVE_TOLERANCE if same_kernels else OTHER_KERNELS_LOSS_TOLERANCE)
 
 
 def test_trained_weights_are_the_golden_ones(golden_run, golden, same_kernels):
     actual, expected = golden_run["weights"], golden["weights"]
     assert sorted(actual) == sorted(expected) and len(expected) > 20
-    tolerance = RELATIVE_TOLERANCE if same_kernels else 2e-2
+    tolerance = RELATIVE_TOLERANCE if same_kernels else OTHER_KERNELS_WEIGHT_TOLERANCE
     for name, want in expected.items():
         got = actual[name]
         assert got["shape"] == want["shape"], name
@@ -158,4 +162,5 @@ def test_decoded_toy_test_sentences_are_the_golden_ones(golden_run, golden, same
         assert golden_run["decoded_4best"] == golden["decoded_4best"]
     actual, expected = _scored_lines(golden_run["decoded_4best"]), _scored_lines(golden["decoded_4best"])
     assert [text for _, text in actual] == [text for _, text in expected]
-    np.testing.assert_allclose([score for score, _ in actual], [score for score, _ in expected], atol=5e-3)
+    np.testing.assert_allclose([score for score, _ in actual], [score for score, _ in expected],
+                               atol=OTHER_KERNELS_SCORE_TOLERANCE)
