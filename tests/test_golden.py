@@ -2,13 +2,15 @@
 
 The losses and weights of the run and the decoder's outputs on 200 toy test sentences were recorded once and
 must not change when the code is reorganised (float32 rounding aside: 1e-6 relative, on a CPU whose kernels
-round as those the values were recorded with: oneDNN's AVX-512 ones). Other kernels (an AVX2-only CPU, or
-ONEDNN_MAX_CPU_ISA=AVX2, or TensorFlow's own with TF_ENABLE_ONEDNN_OPTS=0) round otherwise, and Adam's first
-updates, nearly the sign of the gradient, carry that into the weights: there the losses must agree to 1e-5,
-the weights to 2% of their size, the 4-best scores to 5e-3 and the decoded text exactly (measured with oneDNN
-held to AVX2: 1.7e-6, 0.4%, 6e-4 and identical text). The run keeps the settings transformer_tiny had when they
-were recorded (dropout 0.1, a 1000-step warmup), so that dropout's random streams are in them and a later
-change of the embedded default's training recipe leaves them valid.
+round as those the values were recorded with: oneDNN's AVX-512 ones on an AMD CPU). Other kernels round
+otherwise (an Intel AVX-512 CPU with AMX, an AVX2-only CPU, ONEDNN_MAX_CPU_ISA=AVX2, or TensorFlow's own
+kernels with TF_ENABLE_ONEDNN_OPTS=0), and Adam's first updates, nearly the sign of the gradient, carry that
+into the weights: there the losses must agree to 1e-5, the weights to 2% of their size, the 4-best scores to
+5e-3 and the best outputs exactly; the 4-best texts may differ only where two recorded scores are that close
+(measured with oneDNN held to AVX2: 1.7e-6, 0.4%, 6e-4 and identical text; on the Intel CPU: 3e-6, 0.16%,
+9e-4 and one near-tied pair, 5e-5 apart, in swapped order). The run keeps the settings transformer_tiny had when they were recorded (dropout 0.1, a
+1000-step warmup), so that dropout's random streams are in them and a later change of the embedded default's
+training recipe leaves them valid.
 A change that is meant to alter them (a new default of the paper's, say) re-records them on purpose:
 
     T2T_REPRO_RECORD_GOLDEN=1 pytest tests/test_golden.py
@@ -98,11 +100,16 @@ def golden_run(tmp_path_factory):
     }
 
 
+def _cpuinfo_field(name):
+    """The first value of a field of /proc/cpuinfo ("" where there is none)."""
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+        return next((line.split(":", 1)[1].strip() for line in f if line.split(":", 1)[0].strip() == name), "")
+
+
 def host_kernels():
     """The CPU kernels TensorFlow runs float32 matmuls with here, as far as they change rounding: oneDNN's
     AVX-512 ones ("onednn-avx512"), or others."""
-    with open("/proc/cpuinfo", encoding="utf-8") as f:
-        flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    flags = _cpuinfo_field("flags").split()
     isa_cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "ALL").upper()
     if "avx512f" not in flags or os.environ.get("TF_ENABLE_ONEDNN_OPTS") == "0":
         return "other"
@@ -114,7 +121,7 @@ def golden(golden_run):
     if RECORD:
         os.makedirs(os.path.dirname(GOLDEN_FILE), exist_ok=True)
         with open(GOLDEN_FILE, "w", encoding="utf-8") as f:
-            json.dump({**golden_run, "kernels": host_kernels()}, f, indent=1, sort_keys=True, ensure_ascii=False)
+            json.dump({**golden_run, "kernels": host_kernels(), "cpu_vendor": _cpuinfo_field("vendor_id")}, f, indent=1, sort_keys=True, ensure_ascii=False)
             f.write("\n")
     with open(GOLDEN_FILE, encoding="utf-8") as f:
         return json.load(f)
@@ -123,7 +130,7 @@ def golden(golden_run):
 @pytest.fixture(scope="module")
 def same_kernels(golden):
     """Whether this host rounds as the one the values were recorded on (else the looser tolerances apply)."""
-    return host_kernels() == golden["kernels"]
+    return host_kernels() == golden["kernels"] and _cpuinfo_field("vendor_id") == golden["cpu_vendor"]
 
 
 def test_training_losses_are_the_golden_ones(golden_run, golden, same_kernels):
@@ -161,6 +168,17 @@ def test_decoded_toy_test_sentences_are_the_golden_ones(golden_run, golden, same
     if same_kernels:
         assert golden_run["decoded_4best"] == golden["decoded_4best"]
     actual, expected = _scored_lines(golden_run["decoded_4best"]), _scored_lines(golden["decoded_4best"])
-    assert [text for _, text in actual] == [text for _, text in expected]
     np.testing.assert_allclose([score for score, _ in actual], [score for score, _ in expected],
                                atol=OTHER_KERNELS_SCORE_TOLERANCE)
+    for start in range(0, len(expected), 4):
+        _assert_same_up_to_near_ties(actual[start : start + 4], expected[start : start + 4])
+
+
+def _assert_same_up_to_near_ties(actual, expected):
+    """One sentence's n-best lists hold the same texts, except at a rank whose recorded score is within
+    OTHER_KERNELS_SCORE_TOLERANCE of another recorded one (two near-tied hypotheses in swapped order) or is the
+    last (a near tie with the hypothesis just below the list), where other rounding may decide otherwise."""
+    for rank, ((_, text), (score, want)) in enumerate(zip(actual, expected, strict=True)):
+        near_tie = rank == len(expected) - 1 or any(
+            abs(other - score) <= OTHER_KERNELS_SCORE_TOLERANCE for r, (other, _) in enumerate(expected) if r != rank)
+        assert text == want or near_tie, (rank, actual, expected)
