@@ -8,9 +8,9 @@ kernels with TF_ENABLE_ONEDNN_OPTS=0), and Adam's first updates, nearly the sign
 into the weights: there the losses must agree to 1e-5, the weights to 2% of their size, the 4-best scores to
 5e-3 and the best outputs exactly; the 4-best texts may differ only where two recorded scores are that close
 (measured with oneDNN held to AVX2: 1.7e-6, 0.4%, 6e-4 and identical text; on the Intel CPU: 3e-6, 0.16%,
-9e-4 and one near-tied pair, 5e-5 apart, in swapped order). The run keeps the settings transformer_tiny had when they were recorded (dropout 0.1, a
-1000-step warmup), so that dropout's random streams are in them and a later change of the embedded default's
-training recipe leaves them valid.
+9e-4 and one near-tied pair, 5e-5 apart, in swapped order). The run keeps the settings transformer_tiny had
+when they were recorded (dropout 0.1, a 1000-step warmup), so that dropout's random streams are in them and a
+later change of the embedded default's training recipe leaves them valid.
 A change that is meant to alter them (a new default of the paper's, say) re-records them on purpose:
 
     T2T_REPRO_RECORD_GOLDEN=1 pytest tests/test_golden.py
@@ -116,12 +116,18 @@ def host_kernels():
     return "onednn-avx512" if isa_cap == "ALL" or isa_cap.startswith("AVX512") else "other"
 
 
+def host_rounding():
+    """What decides how this host rounds float32, as the golden file records it: the kernels and the CPU's
+    vendor (an AMD and an Intel AVX-512 CPU round otherwise with the same oneDNN kernels)."""
+    return {"kernels": host_kernels(), "cpu_vendor": _cpuinfo_field("vendor_id")}
+
+
 @pytest.fixture(scope="module")
 def golden(golden_run):
     if RECORD:
         os.makedirs(os.path.dirname(GOLDEN_FILE), exist_ok=True)
         with open(GOLDEN_FILE, "w", encoding="utf-8") as f:
-            json.dump({**golden_run, "kernels": host_kernels(), "cpu_vendor": _cpuinfo_field("vendor_id")}, f, indent=1, sort_keys=True, ensure_ascii=False)
+            json.dump({**golden_run, **host_rounding()}, f, indent=1, sort_keys=True, ensure_ascii=False)
             f.write("\n")
     with open(GOLDEN_FILE, encoding="utf-8") as f:
         return json.load(f)
@@ -130,7 +136,7 @@ def golden(golden_run):
 @pytest.fixture(scope="module")
 def same_kernels(golden):
     """Whether this host rounds as the one the values were recorded on (else the looser tolerances apply)."""
-    return host_kernels() == golden["kernels"] and _cpuinfo_field("vendor_id") == golden["cpu_vendor"]
+    return all(golden[key] == value for key, value in host_rounding().items())
 
 
 def test_training_losses_are_the_golden_ones(golden_run, golden, same_kernels):
