@@ -21,6 +21,7 @@ formats).
 import dataclasses
 import os
 import re
+import typing
 
 from t2t_repro.data import ptb_tree
 from t2t_repro.data.parsing import ParsingProblem
@@ -38,22 +39,37 @@ TREEBANK_SUFFIXES = (".mrg", ".trees")
 
 
 @dataclasses.dataclass(frozen=True)
-class TranslateFilesSettings:
-    """The settings of translate_files."""
+class SubwordTranslationSettings:
+    """The vocabulary and BLEU settings of a translation problem read from files (translate_files, multi30k_*)."""
 
-    source_language: str | None = setting(None, "source language code (required): the files are "
-                                                "<split>.<source_language>")
-    target_language: str | None = setting(None, "target language code (required): the files are "
-                                                "<split>.<target_language>; BLEU's tokenizer suits it")
     vocab_size: int = setting(8000, _VOCAB_SIZE_HELP)
     vocab_model_type: str = setting("bpe", "bpe (the paper's EN-DE) or unigram (word pieces, the paper's EN-FR)",
                                     choices=("bpe", "unigram"))
     vocab_sample_sentences: int = setting(2_000_000, _SAMPLE_HELP)
-    bleu_tokenizer: str = setting("", "sacreBLEU tokenizer of the detokenized BLEU (empty: the one that suits "
-                                      "target_language: zh, ja-mecab, ko-mecab, else 13a)")
+    bleu_tokenizer: str = setting("", "sacreBLEU tokenizer of the detokenized BLEU (empty: the one that suits the "
+                                      "target language: zh, ja-mecab, ko-mecab, else 13a)")
+    what: typing.ClassVar[str] = "problem setting"  # names the settings in messages
 
     def __post_init__(self):
-        check_fields(self, "problem translate_files setting")
+        check_fields(self, self.what)
+
+
+@dataclasses.dataclass(frozen=True)
+class _LanguageSettings:
+    source_language: str | None = setting(None, "source language code (required): the files are "
+                                                "<split>.<source_language>")
+    target_language: str | None = setting(None, "target language code (required): the files are "
+                                                "<split>.<target_language>; BLEU's tokenizer suits it")
+
+
+@dataclasses.dataclass(frozen=True)
+class TranslateFilesSettings(SubwordTranslationSettings, _LanguageSettings):
+    """The settings of translate_files: the languages, then the vocabulary and BLEU settings."""
+
+    what: typing.ClassVar[str] = "problem translate_files setting"
+
+    def __post_init__(self):
+        super().__post_init__()
         for name in ("source_language", "target_language"):
             code = getattr(self, name)
             if code is not None and not _LANGUAGE_CODE.fullmatch(code):
@@ -64,24 +80,20 @@ class TranslateFilesSettings:
                             f"{self.source_language!r}; they name the files train.<language>, so they must differ")
 
 
-@register_problem
-class TranslateFiles(TranslationProblem):
-    """Your own parallel corpus: M/{train,dev,test}.<source_language> and .<target_language>, any language pair."""
+class SubwordTranslation(TranslationProblem):
+    """A translation problem read from files, whose vocabulary and BLEU tokenizer are settings
+    (`SubwordTranslationSettings`); scored by BLEU into `target_language`."""
 
-    name = "translate_files"
-    settings_class = TranslateFilesSettings
+    settings_class = SubwordTranslationSettings
 
     def __init__(self, settings=None):
         super().__init__(settings)
-        missing = [name for name in ("source_language", "target_language") if getattr(self.settings, name) is None]
-        if missing:
-            raise UserError(f"problem translate_files needs {' and '.join(missing)}: e.g. "
-                            '--problem_overrides="source_language=en,target_language=de" for files '
-                            "{train,dev,test}.en and .de in --manual_dir")
+        self.check_settings()
         self.scorer = BleuScorer(self.target_language, self.settings.bleu_tokenizer or None)
 
-    source_language = property(lambda self: self.settings.source_language)
-    target_language = property(lambda self: self.settings.target_language)
+    def check_settings(self):
+        """Raises UserError for settings that cannot make a problem (each field is checked by its dataclass)."""
+
     vocab_size = property(lambda self: self.settings.vocab_size)
     vocab_model_type = property(lambda self: self.settings.vocab_model_type)
     vocab_sample_sentences = property(lambda self: self.settings.vocab_sample_sentences)
@@ -89,6 +101,24 @@ class TranslateFiles(TranslationProblem):
     def data_settings(self):
         """All settings but the BLEU tokenizer, which changes the scoring and not the data."""
         return {key: value for key, value in self.settings_dict().items() if key != "bleu_tokenizer"}
+
+
+@register_problem
+class TranslateFiles(SubwordTranslation):
+    """Your own parallel corpus: M/{train,dev,test}.<source_language> and .<target_language>, any language pair."""
+
+    name = "translate_files"
+    settings_class = TranslateFilesSettings
+
+    def check_settings(self):
+        missing = [name for name in ("source_language", "target_language") if getattr(self.settings, name) is None]
+        if missing:
+            raise UserError(f"problem translate_files needs {' and '.join(missing)}: e.g. "
+                            '--problem_overrides="source_language=en,target_language=de" for files '
+                            "{train,dev,test}.en and .de in --manual_dir")
+
+    source_language = property(lambda self: self.settings.source_language)
+    target_language = property(lambda self: self.settings.target_language)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -78,6 +78,17 @@ def test_paper_settings():
     assert (parsing.num_layers, parsing.d_model) == (4, 1024)
 
 
+def test_transformer_small_is_the_set_for_small_real_corpora():
+    small = catalog.get_hparams("transformer_small")
+    assert (small.num_layers, small.d_model, small.d_ff, small.num_heads, small.d_k, small.d_v) == (3, 256, 1024, 4,
+                                                                                                    64, 64)
+    assert (small.dropout, small.label_smoothing, small.warmup_steps, small.batch_tokens) == (0.3, 0.1, 1000, 2048)
+    assert small.checkpoint_average_count == 5 and small.max_length == 128
+    base = catalog.get_hparams("transformer_base")
+    kept = ("norm_placement", "shared_embedding", "position_encoding", "adam_beta2", "adam_epsilon", "precision")
+    assert all(getattr(small, name) == getattr(base, name) for name in kept)
+
+
 def test_trainer_hparams_help_lists_every_field_with_its_help_and_value(capsys):
 
     assert run_main(trainer._main, ["--hparams=transformer_big", "--hparams_overrides=dropout=0.2",

@@ -5,27 +5,56 @@
     M/test.en   M/test.de      and newstest2013-ref.de.sgm; newstest2014-deen-src.en.sgm and -ref.de.sgm
 
 Plain files come first: a split's SGML files are looked for only when its two plain files are both absent.
+A plain file whose name ends in `.gz` is read through gzip (a problem that names such files: Multi30K).
 The official names are `<set>-src.<source language>.sgm` and `<set>-ref.<target language>.sgm`, optionally
 with the language pair between (`newstest2014-deen-src.en.sgm`); the problem names the set of each split
 (`TranslationProblem.sgml_sets`). A UTF-8 byte order mark at the start of a file is not part of its text.
 """
 
+import contextlib
+import gzip
 import itertools
 import os
 import re
+import zlib
 
 from t2t_repro.data import sgml
 from t2t_repro.errors import UserError
 
 SGML_SUFFIX = ".sgm"
+GZIP_SUFFIX = ".gz"
 _BOM = b"\xef\xbb\xbf"
+
+
+@contextlib.contextmanager
+def _binary(path):
+    """The file's bytes: decompressed when its name ends in `.gz`, where a file that is not gzip data, or is
+    cut short, is a UserError naming it (on opening or on any read inside the block)."""
+    if not path.endswith(GZIP_SUFFIX):
+        with open(path, "rb") as source:
+            yield source
+        return
+    try:
+        with gzip.open(path, "rb") as source:
+            yield source
+    except (gzip.BadGzipFile, EOFError, zlib.error) as error:
+        raise UserError(f"{path}: not a readable gzip file ({error or 'cut short'}); a .gz file must be gzipped "
+                        "UTF-8 text, one sentence per line") from None
+
+
+def is_empty(path):
+    """True when the file holds no text (a .gz file: no bytes once decompressed)."""
+    if not path.endswith(GZIP_SUFFIX):
+        return os.path.getsize(path) == 0
+    with _binary(path) as source:
+        return not source.read(1)
 
 
 def text_lines(path):
     """The lines of a UTF-8 file without their line ends and without a leading byte order mark; only "\\n" (or
-    "\\r\\n") ends a line. Bytes that are not UTF-8 (binary data, another encoding) are a UserError naming the
-    file and line."""
-    with open(path, "rb") as source:
+    "\\r\\n") ends a line; a `.gz` file is decompressed. Bytes that are not UTF-8 (binary data, another
+    encoding) are a UserError naming the file and line."""
+    with _binary(path) as source:
         for number, line in enumerate(source, 1):
             if number == 1 and line.startswith(_BOM):
                 line = line[len(_BOM):]
@@ -78,7 +107,7 @@ def count_lines(path):
     blocks: about a second per gigabyte."""
     count = 0
     last = b"\n"
-    with open(path, "rb") as source:
+    with _binary(path) as source:
         for block in iter(lambda: source.read(1 << 24), b""):
             count += block.count(b"\n")
             last = block[-1:]

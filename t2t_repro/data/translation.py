@@ -14,7 +14,7 @@ import os
 
 import tensorflow_datasets as tfds
 
-from t2t_repro.data.parallel_files import SGML_SUFFIX, check_aligned, read_pairs, split_files
+from t2t_repro.data.parallel_files import SGML_SUFFIX, check_aligned, is_empty, read_pairs, split_files
 from t2t_repro.data.problem import SPLITS
 from t2t_repro.data.text_problem import TextPairProblem
 from t2t_repro.decode_settings import TRANSLATION_DECODE_SETTINGS
@@ -46,6 +46,14 @@ class TranslationProblem(TextPairProblem):
         """Paths of the six parallel files a text directory must hold."""
         return [path for split in SPLITS for path in self.split_files(text_dir, split)]
 
+    def expected_files_note(self):
+        """What a text directory must hold, for messages: "line-aligned files train.en, ... (...)"."""
+        languages = (self.source_language, self.target_language)
+        expected = ", ".join(f"{split}.{language}" for split in SPLITS for language in languages)
+        official = "".join(f", {name}-src.{languages[0]}.sgm" for name in self.sgml_sets.values())
+        return (f"line-aligned files {expected} (one sentence per line; dev and test may be SGML files: "
+                f"{{dev,test}}.<language>.sgm{official} and their -ref files)")
+
     def check_raw_data(self, tmp_dir, manual_dir):
         text_dir = self.raw_text_dir(tmp_dir, manual_dir)
         if text_dir is not None:
@@ -55,30 +63,21 @@ class TranslationProblem(TextPairProblem):
                 if not source_path.endswith(SGML_SUFFIX):
                     check_aligned(source_path, target_path)
         elif not self.tfds_name:
-            files = ", ".join(f"{{train,dev,test}}.{language}" for language in (self.source_language,
-                                                                                   self.target_language))
-            raise UserError(f"problem {self.name} reads local files only: pass --manual_dir=DIR with {files}")
+            raise UserError(f"problem {self.name} reads local files only: pass --manual_dir=DIR with "
+                            f"{self.expected_files_note()}")
         else:
             self._tfds_builder(tmp_dir)  # download now, so a failure shows before any long work
 
     def _check_text_dir(self, text_dir):
-        languages = (self.source_language, self.target_language)
-        expected = ", ".join(f"{split}.{language}" for split in SPLITS for language in languages)
         if not os.path.isdir(text_dir):
-            raise UserError(
-                f"{text_dir} is not a directory; problem {self.name} expects line-aligned files {expected} "
-                f"there (one sentence per line)"
-            )
+            raise UserError(f"{text_dir} is not a directory; problem {self.name} expects "
+                            f"{self.expected_files_note()} there")
         files = self.expected_files(text_dir)
         missing = [path for path in files if not os.path.isfile(path)]
         if missing:
-            official = "".join(f", {name}-src.{languages[0]}.sgm" for name in self.sgml_sets.values())
-            raise UserError(
-                f"{text_dir} lacks {', '.join(os.path.basename(path) for path in missing)}; problem {self.name} "
-                f"expects line-aligned files {expected} there (one sentence per line; dev and test may be SGML "
-                f"files: {{dev,test}}.<language>.sgm{official} and their -ref files)"
-            )
-        empty = [path for path in files if os.path.getsize(path) == 0]
+            raise UserError(f"{text_dir} lacks {', '.join(os.path.basename(path) for path in missing)}; problem "
+                            f"{self.name} expects {self.expected_files_note()} there")
+        empty = [path for path in files if is_empty(path)]
         if empty:
             raise UserError(
                 f"{', '.join(empty)} {'is' if len(empty) == 1 else 'are'} empty; problem {self.name} needs "
