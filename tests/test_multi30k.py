@@ -126,6 +126,10 @@ def _cut_short(name):
     return lambda directory: (directory / name).write_bytes((directory / name).read_bytes()[:-12])
 
 
+def _empty_gzip(name):
+    return lambda directory: (directory / name).write_bytes(gzip.compress(b""))
+
+
 def _also_plain(name):
     return lambda directory: (directory / name).write_text("a line\n", encoding="utf-8")
 
@@ -140,6 +144,8 @@ def _also_plain(name):
     (_append_line("val.de"), "", "val.en has 12 lines but {M}/val.de has 13: parallel files must be line-aligned"),
     (_not_gzip("train.en.gz"), "", "train.en.gz: not a readable gzip file"),
     (_cut_short("test_2016_flickr.de.gz"), "", "test_2016_flickr.de.gz: not a readable gzip file"),
+    (_empty_gzip("test_2016_flickr.en.gz"), "", "test_2016_flickr.en.gz is empty; problem multi30k_ende needs "
+                                                "sentences in every split"),
     (_also_plain("train.en"), "", "holds both train.en and train.en.gz; keep one"),
     (None, "test_set=test_2019", "test_set='test_2019': must be one of test_2016_flickr, test_2017_flickr"),
 ])
