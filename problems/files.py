@@ -56,6 +56,8 @@ class SubwordTranslationSettings:
 
 @dataclasses.dataclass(frozen=True)
 class _LanguageSettings:
+    """translate_files' languages: the first of its settings (a base class's fields come first)."""
+
     source_language: str | None = setting(None, "source language code (required): the files are "
                                                 "<split>.<source_language>")
     target_language: str | None = setting(None, "target language code (required): the files are "

@@ -32,6 +32,8 @@ RELEASE_NAMES = {"train": "train", "dev": "val"}  # the test split's name is the
 
 @dataclasses.dataclass(frozen=True)
 class _TestSetSetting:
+    """The multi30k_* problems' test set: the first of their settings (a base class's fields come first)."""
+
     test_set: str = setting("test_2016_flickr", "the release's set that is the test split (scored at the end of "
                                                 "the run): test_2016_flickr is the standard one", choices=TEST_SETS)
 
