@@ -46,6 +46,13 @@ class TranslationProblem(TextPairProblem):
         """Paths of the six parallel files a text directory must hold."""
         return [path for split in SPLITS for path in self.split_files(text_dir, split)]
 
+    def source_files(self, tmp_dir, manual_dir):
+        """The parallel files read from --manual_dir (none when the text comes from TFDS or is made by code)."""
+        text_dir = self.raw_text_dir(tmp_dir, manual_dir)
+        if not manual_dir or text_dir != manual_dir:
+            return []
+        return [path for path in self.expected_files(text_dir) if os.path.isfile(path)]
+
     def check_raw_data(self, tmp_dir, manual_dir):
         text_dir = self.raw_text_dir(tmp_dir, manual_dir)
         if text_dir is not None:
@@ -70,6 +77,10 @@ class TranslationProblem(TextPairProblem):
                 f"there (one sentence per line)"
             )
         files = self.expected_files(text_dir)
+        directories = [path for path in files if os.path.isdir(path)]
+        if directories:
+            raise UserError(f"{directories[0]} is a directory, not a text file; problem {self.name} expects "
+                            f"line-aligned files {expected} in {text_dir}")
         missing = [path for path in files if not os.path.isfile(path)]
         if missing:
             official = "".join(f", {name}-src.{languages[0]}.sgm" for name in self.sgml_sets.values())
