@@ -40,8 +40,13 @@ def line_text(line, where):
     try:
         return line.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise UserError(f"{where}: not UTF-8 text (byte 0x{line[error.start]:02x} at byte {error.start + 1} of the "
-                        "line); text must be UTF-8, one sentence per line") from None
+        raise not_utf8_error(where, line, error) from None
+
+
+def not_utf8_error(where, line, error):
+    """The UserError for the bytes `line` read at `where` ("<file>:<line>"), which are not UTF-8 (`error`)."""
+    return UserError(f"{where}: not UTF-8 text (byte 0x{line[error.start]:02x} at byte {error.start + 1} of the "
+                     "line); text must be UTF-8")
 
 
 def _official_sgml(text_dir, set_name, role, language, pair_languages):

@@ -15,8 +15,10 @@ Exported with nbest N > 1, each example gets its N best hypotheses, best first, 
 lists them: outputs tf.string [batch, N] and scores [batch, N] (`ids`: outputs int32 [batch, N, length]). A
 1-best export keeps the shapes above.
 
-Sentences are encoded the way the training data was (`t2t_repro.data.text_problem`): invalid UTF-8 replaced by
-U+FFFD (as the decoder reads files), surrounding whitespace removed, SentencePiece ids, EOS appended. As in
+Sentences are encoded the way the training data was (`t2t_repro.data.text_problem`): surrounding whitespace
+removed, SentencePiece ids, EOS appended. Bytes that are not UTF-8 become U+FFFD in the graph, which has no way
+to refuse one string of a batch; the project's tools refuse such text before it reaches a model (the decoder
+names the line, t2t-repro-serve answers 400). As in
 `t2t-repro-decoder`, a source longer than `max_input_length` tokens (EOS included; default the run's
 hparams.max_length) is truncated and an empty source gives "" with score 0.0. Decoding is the project's beam
 search (`t2t_repro.decode.transformer_search.search`) with the settings fixed at export time (default: the
@@ -61,8 +63,8 @@ _SURROUNDING_WHITESPACE = f"^[{_WHITESPACE}]+|[{_WHITESPACE}]+$"
 
 
 def clean_text(texts):
-    """Every string of a tf.string tensor as the decoder reads a line: invalid UTF-8 replaced by U+FFFD (as
-    `bytes.decode(errors="replace")`), then `str.strip()`ed (Unicode whitespace, as the training data)."""
+    """Every string of a tf.string tensor as the decoder reads a line: `str.strip()`ed (Unicode whitespace, as
+    the training data), with bytes that are not UTF-8 replaced by U+FFFD (`bytes.decode(errors="replace")`)."""
     texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
     return tf.strings.regex_replace(texts, _SURROUNDING_WHITESPACE, "")
 
