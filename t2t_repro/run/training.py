@@ -19,7 +19,7 @@ from t2t_repro import catalog
 from t2t_repro.data.datagen_options import DatagenOptions
 from t2t_repro.hparams_type import apply_overrides
 from t2t_repro.run.data import prepare_data
-from t2t_repro.run.dev_evaluation import DevEvaluator
+from t2t_repro.run.dev_evaluation import DevEvaluator, check_best_metric
 from t2t_repro.run.end_of_run import finish_run
 from t2t_repro.run.layout import RunInfo, RunLayout, check_vocabulary, vocabulary_sha256
 from t2t_repro.run.user_code import import_given, import_run_code
@@ -59,6 +59,7 @@ def train_run(config, options, datagen=DatagenOptions()):
     usr_dir, usr_names = run_usr_dir(config)
     hparams = resolve_hparams(config)
     problem = catalog.get_problem(config.problem, config.problem_overrides)
+    check_best_metric(options.best_metric, problem, config.eval_decode_sentences)
     data_dir = config.resolved_data_dir
     trainer = Trainer(hparams, problem, options)  # first: it sets up the tf.distribute strategy
     layout = RunLayout(config.output_dir)
@@ -84,7 +85,7 @@ def train_run(config, options, datagen=DatagenOptions()):
         layout.record(hparams, info, config.allow_precision_change)
         evaluator = DevEvaluator(
             problem, vocabulary, data_dir, hparams.label_smoothing, trainer.micro_batch_tokens,
-            config.eval_decode_sentences, layout.dev_summary_dir,
+            config.eval_decode_sentences, layout.dev_summary_dir, options.best_metric,
         )
         best = BestCheckpoint(layout.best_dir, options.early_stopping, layout.dev_summary_dir)
     training = trainer.train(
