@@ -191,15 +191,15 @@ def run_main(main, argv=None):
     except UserError as error:
         print(f"{prog}: error: {error}", file=sys.stderr)
         return 2
-    except Exception as error:
-        message = _user_code_message(error)
-        if message is None:
-            raise
-        print(f"{prog}: error: {message}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as error:  # last: the clauses above handle their own kinds
+        message = _user_code_message(error)
+        if message is None:
+            raise
+        print(f"{prog}: error: {message}", file=sys.stderr)
+        return 2
