@@ -13,6 +13,7 @@ import dataclasses
 from t2t_repro import hparams as _registered_hparams  # noqa: F401 - registers the hparams sets
 from t2t_repro import problems as _registered_problems  # noqa: F401 - registers the problems
 from t2t_repro.errors import UserError, first_line
+from t2t_repro.hparams_type import HParams
 from t2t_repro.registry import HPARAMS, PROBLEMS, definition_place, description
 from t2t_repro.settings import apply_overrides, describe
 from t2t_repro.usr_dir import imported_names
@@ -42,8 +43,14 @@ def problem_help(name, overrides=""):
 
 
 def get_hparams(name):
-    """Returns the HParams of the registered set `name`."""
-    return _built(HPARAMS, name, lambda hparams_set: hparams_set())
+    """Returns the HParams of the registered set `name`; UserError naming where the set is defined when its
+    function returns something else."""
+    hparams = _built(HPARAMS, name, lambda hparams_set: hparams_set())
+    if not isinstance(hparams, HParams):
+        raise UserError(f"hparams set {name} ({definition_place(HPARAMS.get(name))}) returned "
+                        f"{type(hparams).__name__}, not HParams: derive it from a registered set, e.g. "
+                        "dataclasses.replace(transformer_base(), ...)")
+    return hparams
 
 
 def _built(registry, name, build):

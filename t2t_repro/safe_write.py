@@ -20,6 +20,8 @@ import shutil
 import socket
 import tempfile
 
+from t2t_repro.errors import UserError
+
 
 def process_alive(pid):
     """True while a process with this id runs on this host (the owner of a temporary file or directory)."""
@@ -71,6 +73,42 @@ def write_lines(path, lines):
 def write_json(path, value):
     """Writes `value` as indented, key-sorted UTF-8 JSON to `path` atomically."""
     write_file(path, json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+@contextlib.contextmanager
+def removed_if_left_empty(directory):
+    """On a failure inside the block, removes the directories of `directory`'s path that the block created, when
+    it left nothing in them but empty directories: a failed command leaves no empty directory behind (and
+    removes nothing it did not make)."""
+    new = None  # the outermost directory of `directory`'s path that does not exist yet
+    path = os.path.abspath(directory)
+    while not os.path.lexists(path):
+        new, path = path, os.path.dirname(path)
+    try:
+        yield
+    except BaseException:
+        if new is not None and os.path.isdir(new):
+            for parent, _, _ in sorted(os.walk(new), key=lambda entry: -len(entry[0])):
+                with contextlib.suppress(OSError):  # not empty: kept
+                    os.rmdir(parent)
+        raise
+
+
+def same_file(path, other):
+    """True when the two paths name one file (the same path, or links to one file)."""
+    if os.path.exists(path) and os.path.exists(other):
+        return os.path.samefile(path, other)
+    return os.path.realpath(path) == os.path.realpath(other)
+
+
+def check_not_overwriting(output, inputs):
+    """The one rule of every tool that writes a file the user names: it never writes over a file it reads.
+    UserError when `output` is one of `inputs` (a dict {flag or role: path}, None paths skipped), checked
+    before anything is read or written."""
+    for role, path in inputs.items():
+        if path is not None and same_file(output, path):
+            raise UserError(f"{output} is also {role}: writing it would replace what is read; name another file "
+                            "to write")
 
 
 def _owner_tag():

@@ -46,17 +46,40 @@ def import_usr_dir(path):
         raise
     except BaseException as error:
         del sys.modules[spec.name]
-        if not isinstance(error, Exception):  # KeyboardInterrupt, SystemExit: not the user's code failing
+        if not isinstance(error, (Exception, SystemExit)):  # KeyboardInterrupt: the user stopping the tool
             raise
-        if os.environ.get(VERBOSE_VARIABLE, "") not in ("", "0"):
-            traceback.print_exc()
-        raise UserError(f"--t2t_usr_dir={path}: importing it failed at {_failure_place(error, path)}: "
-                        f"{type(error).__name__}: {first_line(error, '(no message)')} "
-                        f"(set {VERBOSE_VARIABLE}=1 for the traceback)") from None
+        raise user_code_error(f"--t2t_usr_dir={path}: importing it", error, path) from None
     names = {"problems": sorted(set(PROBLEMS.names()) - before[0]),
              "hparams": sorted(set(HPARAMS.names()) - before[1])}
     _IMPORTED[path] = names
     return names
+
+
+def user_code_error(what, error, path):
+    """The one-line UserError for `error`, raised by the user's code under `path` (a directory or a .py file)
+    while doing `what`: it names the user's file and line, the exception and its message; a SystemExit (the
+    code called sys.exit) is named as such, since it would end the tool without a word. The traceback is
+    printed first when T2T_REPRO_VERBOSE=1."""
+    if os.environ.get(VERBOSE_VARIABLE, "") not in ("", "0"):
+        traceback.print_exception(error)
+    place = _failure_place(error, path)
+    if isinstance(error, SystemExit):
+        happened = f"called sys.exit({error.code!r}) at {place}, which would end the tool without a word"
+    else:
+        happened = f"failed at {place}: {type(error).__name__}: {first_line(error, '(no message)')}"
+    return UserError(f"{what} {happened} (set {VERBOSE_VARIABLE}=1 for the traceback)")
+
+
+def user_directory_of(error):
+    """The imported user directory (or .py file) whose code raised `error` (the deepest traceback frame in one),
+    or None when the error did not pass through a user's code."""
+    found = None
+    for frame in traceback.extract_tb(error.__traceback__):
+        filename = os.path.abspath(frame.filename)
+        for path in _IMPORTED:
+            if filename == path or filename.startswith(path + os.sep):
+                found = path
+    return found
 
 
 def imported_names():

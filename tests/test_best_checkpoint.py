@@ -97,6 +97,10 @@ def test_a_resumed_run_keeps_the_best_score_and_the_patience_count(stopped_run, 
     third = _train(resumed, tiny_data_dir, "--skip_average", "--skip_test", "--skip_export").stdout
     assert STOP_LINE.format(value=_score(straight)["value"], best=resumed / "best") in third
     assert "step 8/40" not in third and not (resumed / "checkpoints" / "ckpt-8.index").exists()
+    # The patience is the command's: with early stopping off, a restart trains on (docs/training.md).
+    fourth = _train(resumed, tiny_data_dir, "--early_stopping=0", "--train_steps=8", "--skip_average", "--skip_test",
+                    "--skip_export").stdout
+    assert "early stopping" not in fourth and (resumed / "checkpoints" / "ckpt-8.index").exists()
 
 
 def _decode_with(run, tmp_path, *flags):

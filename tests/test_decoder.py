@@ -13,6 +13,7 @@ from t2t_repro.decode.decode_text import (
     decode_file, decode_texts, decode_texts_nbest, read_source_lines, tensorflow_search,
 )
 from t2t_repro.decode_settings import DecodeSettings
+from t2t_repro.errors import UserError
 from t2t_repro.hparams_type import HParams
 from t2t_repro.model import build_transformer
 from t2t_repro.registry import register_problem
@@ -126,20 +127,21 @@ def test_failing_postprocess_keeps_the_raw_output_and_the_other_lines(model, cap
     assert outputs[0] == decode(["abc"], model)[0]
 
 
-def test_decode_file_survives_invalid_utf8_and_keeps_line_count(model, tmp_path, caplog):
+def test_decode_file_keeps_line_count_and_refuses_text_that_is_not_utf8(model, tmp_path):
     source = tmp_path / "source.txt"
-    source.write_bytes(b"abc\n\nd\xff\xfee\r\nbad\n")
-    with caplog.at_level(logging.WARNING):
-        lines = read_source_lines(source)
-    assert lines == ["abc", "", "d\ufffd\ufffde", "bad"]
-    assert "line 3" in caplog.text and "UTF-8" in caplog.text
-
+    source.write_bytes(b"abc\n\nde\r\nbad\n")
+    lines = read_source_lines(source)
+    assert lines == ["abc", "", "de", "bad"]
     target = tmp_path / "out.txt"
     count = decode_file(source, target, tensorflow_search(model, SETTINGS), CharVocabulary(), SETTINGS,
                         DecoderTestChars().postprocess, progress=False)
     written = target.read_text(encoding="utf-8").split("\n")
     assert count == 4 and written[-1] == "" and len(written) == 5
     assert written[:4] == decode(lines, model)
+    # Bytes that are not UTF-8 are refused, naming the file and line, as datagen refuses them.
+    source.write_bytes(b"abc\n\nd\xff\xfee\r\nbad\n")
+    with pytest.raises(UserError, match=rf"{source}:3: not UTF-8 text \(byte 0xff at byte 2 of the line\)"):
+        read_source_lines(source)
 
 
 def test_nbest_file_has_n_scored_lines_per_input_best_first(model, tmp_path):

@@ -104,19 +104,24 @@ def test_export_runs_without_the_project_and_matches_the_decoder(exported_model,
     padded = np.zeros([3, max(map(len, source_ids))], np.int32)
     for row, ids in enumerate(source_ids):
         padded[row, : len(ids)] = ids
-    invalid_utf8 = sources[1].encode("utf-8") + b" \xff\xfe caf\xc3"  # the decoder replaces these bytes
+    invalid_utf8 = sources[1].encode("utf-8") + b" \xff\xfe caf\xc3"  # the graph replaces these bytes
     padded_with_space = "  " + sources[0] + " \u3000"
     isolated = _isolated_run(exported_model, sources + [invalid_utf8, padded_with_space], padded.tolist())
     assert isolated["project_modules"] == []
     assert isolated["signatures"] == ["ids", "serving_default"]
 
+    # The decoder refuses a file that is not UTF-8 (naming the line); it decodes the other lines as the graph.
     source_file, target_file = tmp_path / "sources.en", tmp_path / "decoded.de"
     lines = [s.encode("utf-8") for s in sources] + [invalid_utf8, padded_with_space.encode("utf-8")]
     source_file.write_bytes(b"\n".join(lines) + b"\n")
-    assert run_main(decoder._main, [f"--output_dir={serving_run}", f"--decode_from_file={source_file}",
-                                    f"--decode_to_file={target_file}", "--extra_length=6", "--quiet"]) == 0
+    flags = [f"--output_dir={serving_run}", f"--decode_from_file={source_file}", f"--decode_to_file={target_file}",
+             "--extra_length=6", "--quiet"]
+    assert run_main(decoder._main, flags) == 2 and not target_file.exists()
+    del lines[len(sources)]
+    source_file.write_bytes(b"\n".join(lines) + b"\n")
+    assert run_main(decoder._main, flags) == 0
     decoded = target_file.read_text(encoding="utf-8").split("\n")[:-1]
-    assert isolated["outputs"] == decoded
+    assert isolated["outputs"][:len(sources)] + isolated["outputs"][len(sources) + 1:] == decoded
     assert all(decoded[i] for i in range(8)) and len(set(decoded)) > 4  # not a comparison of empty strings
     # Empty sources give "" and 0.0, as the decoder; surrounding whitespace is removed, as in the training data.
     assert isolated["outputs"][8:10] == ["", ""] and isolated["scores"][8:10] == [0.0, 0.0]

@@ -77,16 +77,15 @@ def test_malformed_file_error_names_file_and_line(tmp_path, text, line, message)
     assert f"{path}:{line}:" in str(error.value)
 
 
-def test_invalid_utf8_is_replaced_with_a_warning_naming_file_and_line(tmp_path, caplog):
+def test_invalid_utf8_is_refused_naming_file_and_line_or_kept_with_a_warning_for_evalb(tmp_path, caplog):
     path = tmp_path / "latin1.mrg"
     path.write_bytes(b"( (S (NP (NN tea))\n  (VP (VB y))) )\n( (S (NP (NN caf\xe9)) (VP (VB y))) )\n")
+    with pytest.raises(UserError, match=rf"{path}:3: not UTF-8 text \(byte 0xe9 at byte 17 of the line\)"):
+        ptb_tree.read_treebank_file(path)
     with caplog.at_level(logging.WARNING, logger="t2t_repro"):
-        trees = ptb_tree.read_treebank_file(path)
-    assert trees[1].words() == ["caf\ufffd", "y"]  # reading goes on
-    assert f"{path}:3: invalid UTF-8 (byte 0xe9 at column 17)" in caplog.text
-    assert len(caplog.records) == 1
-    assert list(ptb_tree.iter_lines(path, errors="surrogateescape"))[2].encode("utf-8", "surrogateescape") == \
-        b"( (S (NP (NN caf\xe9)) (VP (VB y))) )"
+        lines = list(ptb_tree.iter_lines(path, errors="surrogateescape"))
+    assert lines[2].encode("utf-8", "surrogateescape") == b"( (S (NP (NN caf\xe9)) (VP (VB y))) )"
+    assert f"{path}:3: invalid UTF-8 (byte 0xe9 at column 17)" in caplog.text and len(caplog.records) == 1
 
 
 def test_deep_trees_read_clean_and_linearise_without_recursion(tmp_path):

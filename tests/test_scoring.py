@@ -2,7 +2,6 @@
 the scores it reported for them, the perplexity follows from the lines, and bad input is one line or one
 warning as in decoding."""
 
-import logging
 import math
 
 import keras
@@ -106,19 +105,22 @@ def test_scoring_the_nbest_file_gives_the_scores_the_beam_search_reported(traine
     assert written.read_text(encoding="utf-8") == scored.stdout
 
 
-def test_empty_and_invalid_utf8_lines_are_handled_as_decoding_handles_them(trained_run, tmp_path, caplog):
+def test_empty_lines_are_handled_as_decoding_handles_them_and_invalid_utf8_is_refused(trained_run, tmp_path):
     source, target = tmp_path / "source.en", tmp_path / "target.de"
     source.write_bytes(b"the cat runs\n\nthe dog\nthe man sees\n")
-    target.write_bytes(b"die Katze rennt\ndie Katze\n\nder Mann\xff sieht\n")
-    with caplog.at_level(logging.WARNING):
-        result = run_cli_in_process("decoder", f"--output_dir={trained_run}", f"--decode_from_file={source}",
-                                    f"--score_file={target}", "--quiet")
+    target.write_bytes(b"die Katze rennt\ndie Katze\n\nder Mann sieht\n")
+    result = run_cli_in_process("decoder", f"--output_dir={trained_run}", f"--decode_from_file={source}",
+                                f"--score_file={target}", "--quiet")
     assert result.returncode == 0, result.stderr
     columns = [line.split("\t") for line in result.stdout.splitlines()]
     assert len(columns) == 4
     assert columns[1] == ["0.000000", "0", "0.000000"]  # an empty source is not scored
     assert columns[2][1] == "1" and float(columns[2][0]) < 0  # an empty target is the empty sentence: EOS
-    assert int(columns[3][1]) > 1 and "line 4" in caplog.text and "UTF-8" in caplog.text
+    assert int(columns[3][1]) > 1
+    target.write_bytes(b"die Katze rennt\ndie Katze\n\nder Mann\xff sieht\n")
+    result = run_cli_in_process("decoder", f"--output_dir={trained_run}", f"--decode_from_file={source}",
+                                f"--score_file={target}", "--quiet")
+    assert result.returncode == 2 and result.stdout == "" and f"{target}:4: not UTF-8 text" in result.stderr
 
 
 @pytest.mark.parametrize("flags, message", [

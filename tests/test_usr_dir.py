@@ -138,3 +138,20 @@ def test_a_moved_or_changed_user_directory_is_named_in_one_line(example_run, tmp
         assert not (tmp_path / "export").exists()
     finally:
         shutil.copytree(EXAMPLE, usr_dir, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def test_a_restart_records_where_the_runs_code_moved_and_nothing_else(example_run, tmp_path):
+    run = shutil.copytree(example_run / "run", tmp_path / "run")
+    moved = shutil.copytree(example_run / "my_usr_dir", tmp_path / "moved", ignore=shutil.ignore_patterns("__pycache__"))
+    unrelated = tmp_path / "unrelated"
+    unrelated.mkdir()
+    (unrelated / "__init__.py").write_text("", encoding="utf-8")
+    common = ["--problem=translate_en_es_local", "--hparams=transformer_en_es_small", TINY, "--train_steps=8",
+              "--skip_average", "--skip_test", "--skip_export", f"--data_dir={example_run / 'data'}",
+              f"--output_dir={run}"]
+    refused = run_cli("trainer", f"--t2t_usr_dir={unrelated}", *common)
+    assert refused.returncode == 2 and "no longer defines the problem translate_en_es_local" in refused.stderr
+    assert json.loads((run / "run.json").read_text())["t2t_usr_dir"] == str(example_run / "my_usr_dir")
+    result = run_cli("trainer", f"--t2t_usr_dir={moved}", *common)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads((run / "run.json").read_text())["t2t_usr_dir"] == str(moved)

@@ -78,8 +78,11 @@ def test_requested_size_too_large_for_a_small_corpus_gives_a_smaller_vocabulary(
 
 
 def test_size_below_the_required_characters_is_a_user_error(tmp_path, sentences):
-    with pytest.raises(UserError, match="vocab_size=100 is smaller than"):
+    with pytest.raises(UserError, match="vocab_size=100 is too small: .* give at least 260"):
         train_vocabulary(sentences, tmp_path / "small", 100, "bpe")
+    # Past the reserved ids and byte pieces, SentencePiece's own limit: the characters this corpus needs.
+    with pytest.raises(UserError, match="vocab_size=261 is smaller than the .* characters"):
+        train_vocabulary(sentences + ["".join(chr(0x4E00 + i) for i in range(100))], tmp_path / "small", 261, "bpe")
 
 
 def test_user_defined_symbols_are_single_pieces(tmp_path, sentences):

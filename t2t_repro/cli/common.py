@@ -63,7 +63,15 @@ CHECKPOINT_HELP = (
 
 def add_checkpoint_flag(parser, extra=""):
     """Adds --checkpoint, the one vocabulary of every tool that restores a run (`run.checkpoint_choice`)."""
-    parser.add_argument("--checkpoint", default=None, help=extra + CHECKPOINT_HELP)
+    parser.add_argument("--checkpoint", default=None, type=_checkpoint_flag, help=extra + CHECKPOINT_HELP)
+
+
+def _checkpoint_flag(text):
+    """--checkpoint's value; an empty one is refused rather than taken silently for the default."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty: give averaged, latest, best, ckpt-N or a checkpoint prefix, or "
+                                         "leave the flag out for the default")
+    return text
 
 
 def add_usr_dir_flag(parser, recorded=True):
@@ -79,7 +87,8 @@ def add_ensemble_flag(parser, scope=""):
     """Adds --ensemble (read it with `ensemble_dirs`); `scope` says which engine or format it is for."""
     parser.add_argument("--ensemble", default=None, help=(
         f"{scope}comma-separated output_dirs of more runs of the same problem and vocabulary (of any size), whose "
-        "models (each from its newest checkpoint) decode together with --output_dir's in one beam search: each "
+        "models (each from its default checkpoint: the averaged one when it is as new as its newest training "
+        "checkpoint, else that one) decode together with --output_dir's in one beam search: each "
         "step's next-token log-probability is the log of the mean of the models' probabilities"))
 
 
@@ -160,12 +169,26 @@ def ctranslate2_jobs():
     return jobs
 
 
+def _user_code_message(error):
+    """The one line for an exception raised inside a user directory's code (a Problem's method, say), naming the
+    user's file and line; None for any other exception (a bug of this project: its traceback is wanted)."""
+    if "t2t_repro.usr_dir" not in sys.modules:  # no user directory was imported
+        return None
+    from t2t_repro.usr_dir import user_code_error, user_directory_of
+
+    directory = user_directory_of(error)
+    if directory is None:
+        return None
+    return str(user_code_error(f"your code in --t2t_usr_dir={directory}", error, directory))
+
+
 def run_main(main, argv=None):
-    """Runs `main(argv)`; a UserError (or bad flags) ends in one line on stderr and exit status 2."""
+    """Runs `main(argv)`; a UserError (or bad flags) ends in one line on stderr and exit status 2, and so does
+    an exception raised by the code of a user directory (`--t2t_usr_dir`)."""
+    prog = os.path.basename(sys.argv[0]) or "t2t-repro"
     try:
         return main(argv)
     except UserError as error:
-        prog = os.path.basename(sys.argv[0]) or "t2t-repro"
         print(f"{prog}: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -174,3 +197,9 @@ def run_main(main, argv=None):
     except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as error:  # last: the clauses above handle their own kinds
+        message = _user_code_message(error)
+        if message is None:
+            raise
+        print(f"{prog}: error: {message}", file=sys.stderr)
+        return 2

@@ -149,15 +149,22 @@ def _main(argv):
     import_usr_dir(args.t2t_usr_dir)
     from t2t_repro.run import text_decoder
 
+    # Every check that can refuse the command, before a model is loaded.
     if args.score_file:
         text_decoder.check_score_paths(args.decode_from_file, args.score_file, args.decode_to_file)
+    elif args.decode_from_file:
+        text_decoder.check_file_paths(args.decode_from_file, args.decode_to_file)
+    if engine.engine != CTRANSLATE2:
+        from t2t_repro.run.restore import check_decode_flags
+
+        flags = decode_flags if args.score_file or not sampling.sampling else text_decoder.sampling_flags(decode_flags)
+        check_decode_flags(args.output_dir, args.t2t_usr_dir, **flags)
+    if args.score_file:
         scorer = jobs.run_scorer(args.output_dir, args.checkpoint, engine.serving_precision, args.t2t_usr_dir,
                                  **decode_flags)
         text_decoder.score_file(scorer, args.decode_from_file, args.score_file, args.decode_to_file,
                                 args.batch_size, progress=not args.quiet)
         return 0
-    if args.decode_from_file:
-        text_decoder.check_file_paths(args.decode_from_file, args.decode_to_file)
     if engine.engine == CTRANSLATE2:
         decoder = jobs.export_decoder(args.model_dir, args.output_dir, engine.threads, args.t2t_usr_dir,
                                       sampling=sampling, **decode_flags)

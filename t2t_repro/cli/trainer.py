@@ -69,7 +69,8 @@ def _main(argv):
 
     report = train_run(config, options, settings_from_flags(args, DatagenOptions))
     if report is not None:
-        print(json.dumps({k: v for k, v in report.items() if k in ("bleu", "f1", "precision", "recall", "steps")}))
+        print(json.dumps({k: v for k, v in report.items() if k in ("bleu", "chrf", "f1", "precision", "recall",
+                                                                    "steps")}))
     return 0
 
 

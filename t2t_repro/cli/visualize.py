@@ -21,6 +21,7 @@ from t2t_repro.cli.common import (
 )
 from t2t_repro.decode_settings import DecodeSettings
 from t2t_repro.errors import UserError
+from t2t_repro.safe_write import removed_if_left_empty
 
 
 def build_parser():
@@ -55,7 +56,15 @@ def _main(argv):
         raise UserError("--sentence is empty: give the text whose attention to draw")
     if not os.path.isdir(args.output_dir):
         raise UserError(f"--output_dir={args.output_dir}: no such directory")
-    prepare_out_dir(args.out)
+    with removed_if_left_empty(args.out):  # a failure leaves no empty --out behind
+        prepare_out_dir(args.out)
+        written = _draw(args)
+    print(f"wrote {len(written)} PNG files to {args.out}")
+    return 0
+
+
+def _draw(args):
+    """Draws what the flags ask into args.out; returns the paths of the PNG files written."""
     quiet_tensorflow()
     import_usr_dir(args.t2t_usr_dir)
     written = []
@@ -74,8 +83,7 @@ def _main(argv):
         from t2t_repro.visualize.curves import plot_curves
 
         written += plot_curves(args.output_dir, args.out)
-    print(f"wrote {len(written)} PNG files to {args.out}")
-    return 0
+    return written
 
 
 def main(argv=None):

@@ -58,16 +58,24 @@ def text_lines(path):
         for number, line in enumerate(source, 1):
             if number == 1 and line.startswith(_BOM):
                 line = line[len(_BOM):]
-            line = line[:-1] if line.endswith(b"\n") else line
-            line = line[:-1] if line.endswith(b"\r") else line
-            try:
-                text = line.decode("utf-8")
-            except UnicodeDecodeError as error:
-                raise UserError(
-                    f"{path}:{number}: not UTF-8 text (byte 0x{line[error.start]:02x} at byte {error.start + 1} of "
-                    "the line); the parallel files must be UTF-8 text, one sentence per line"
-                ) from None
-            yield text
+            yield line_text(line, f"{path}:{number}")
+
+
+def line_text(line, where):
+    """The text of one line read as bytes, its line end ("\n" or "\r\n") removed. Bytes that are not UTF-8 are a
+    UserError naming `where` ("<file>:<line>"): every tool refuses text it would otherwise have to guess at."""
+    line = line[:-1] if line.endswith(b"\n") else line
+    line = line[:-1] if line.endswith(b"\r") else line
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise not_utf8_error(where, line, error) from None
+
+
+def not_utf8_error(where, line, error):
+    """The UserError for the bytes `line` read at `where` ("<file>:<line>"), which are not UTF-8 (`error`)."""
+    return UserError(f"{where}: not UTF-8 text (byte 0x{line[error.start]:02x} at byte {error.start + 1} of the "
+                     "line); text must be UTF-8")
 
 
 def _official_sgml(text_dir, set_name, role, language, pair_languages):

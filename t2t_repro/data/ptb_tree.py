@@ -25,6 +25,7 @@ import logging
 import os
 import re
 
+from t2t_repro.data.parallel_files import not_utf8_error
 from t2t_repro.errors import UserError
 
 PLACEHOLDER_TAG = "XX"
@@ -170,12 +171,12 @@ def parse_tree(text, source="<string>"):
     return trees[0]
 
 
-def iter_lines(path, errors="replace"):
+def iter_lines(path, errors="strict"):
     """Streams a tree file's lines, each without its newline. Lines end at "\n" only (as C's fgets reads
-    them, so a stray carriage return or form feed stays inside its line). A line that is not valid UTF-8 is
-    decoded with `errors` ("replace": U+FFFD for each bad byte; "surrogateescape": the bytes kept, so they
-    compare as they do in C) and a warning names the file and line; reading goes on. An unreadable file
-    raises UserError."""
+    them, so a stray carriage return or form feed stays inside its line). A line that is not valid UTF-8 is a
+    UserError naming the file and line ("strict", what datagen reads: every tool refuses text it would have to
+    guess at), or, with errors="surrogateescape" (EVALB, which compares trees as evalb.c does, byte for byte),
+    is read with its bytes kept and a warning naming the file and line. An unreadable file raises UserError."""
     name = os.fspath(path)
     try:
         with open(path, "rb") as f:
@@ -184,9 +185,10 @@ def iter_lines(path, errors="replace"):
                 try:
                     yield raw.decode("utf-8")
                 except UnicodeDecodeError as error:
-                    kept = "replaced by U+FFFD" if errors == "replace" else "kept as they are"
-                    logger.warning("%s:%d: invalid UTF-8 (byte 0x%02x at column %d); the bad bytes are %s",
-                                   name, number, raw[error.start], error.start + 1, kept)
+                    if errors == "strict":
+                        raise not_utf8_error(f"{name}:{number}", raw, error) from None
+                    logger.warning("%s:%d: invalid UTF-8 (byte 0x%02x at column %d); the bad bytes are kept as they "
+                                   "are", name, number, raw[error.start], error.start + 1)
                     yield raw.decode("utf-8", errors)
     except OSError as error:
         raise UserError(f"cannot read tree file {name}: {error.strerror}") from error

@@ -21,7 +21,8 @@ The metadata records the `data_version` that made the data (a digest of the code
 writes it, and the SentencePiece version); data of another version is regenerated, not reused. Generation is
 deterministic, so regenerating after a change that does not affect the data gives the same bytes. It also
 records the problem's settings (`Problem.data_settings`) and the --manual_dir the raw data came from: data made
-with other settings or from another directory is refused, naming the difference, never reused or replaced.
+with other settings or from another directory is refused, naming the difference, never reused or replaced; so is
+data whose source files (`source_files`, fingerprinted by size, time and content) have changed since.
 
 The vocabulary is sized for the data: where vocab_size is one of the problem's settings, a size SentencePiece
 cannot reach on the corpus is an error giving the size it reaches (the paper's problems, whose sizes are
@@ -43,7 +44,9 @@ import sentencepiece
 import tqdm
 
 from t2t_repro import safe_write
-from t2t_repro.data import encoding_blocks, example_proto, ptb_tree, reading, records, split_writer
+from t2t_repro.data import (
+    encoding_blocks, example_proto, ptb_tree, reading, records, source_fingerprint, split_writer,
+)
 from t2t_repro.data import vocabulary as vocabulary_module
 from t2t_repro.data.encoding_blocks import BlockJob
 from t2t_repro.data.problem import SPLITS, Problem
@@ -94,6 +97,11 @@ class TextPairProblem(Problem):
 
     def check_raw_data(self, tmp_dir, manual_dir):
         """Raises UserError if the raw data is clearly unusable, before any long work starts."""
+
+    def source_files(self, tmp_dir, manual_dir):
+        """The files of `manual_dir` the data is made from, fingerprinted in the metadata (`source_fingerprint`):
+        by default every file under it; none without one (data downloaded or made by code)."""
+        return source_fingerprint.files_under(manual_dir) if manual_dir else []
 
     def vocab_user_symbols(self):
         """Strings the vocabulary must keep as single pieces (parsing: tree brackets)."""
@@ -149,6 +157,11 @@ class TextPairProblem(Problem):
         if manual_dir and made_from and os.path.abspath(manual_dir) != made_from:
             raise UserError(f"{directory} holds data of problem {self.name} made from --manual_dir={made_from}, not "
                             f"{os.path.abspath(manual_dir)}; {remedy}")
+        change = manual_dir and made_from and source_fingerprint.first_change(metadata.get("source_files", {}),
+                                                                             made_from)
+        if change:
+            raise UserError(f"{change} after the data of problem {self.name} in {directory} was made from it; "
+                            f"{remedy}")
 
     def vocabulary_report(self, data_dir):
         """The vocabulary's figures for report.json: its size (requested and trained) and the ordinary pieces
@@ -194,10 +207,11 @@ class TextPairProblem(Problem):
 
     # Generation.
 
-    def generate_data(self, data_dir, tmp_dir=None, manual_dir=None, workers=None):
+    def generate_data(self, data_dir, tmp_dir=None, manual_dir=None, workers=None, vocabulary_sha256=None):
         start = time.perf_counter()
         final_dir = self.problem_dir(data_dir)
         version = self.data_version()
+        vocabulary_module.check_vocab_size(self.vocab_size, len(self.vocab_user_symbols()))
         self.check_existing_data(data_dir, manual_dir)
         if records.is_complete(final_dir, verify_checksums=True, data_version=version):
             return self._summary(records.read_metadata(final_dir), final_dir, True, time.perf_counter() - start)
@@ -207,13 +221,13 @@ class TextPairProblem(Problem):
         except OSError as error:
             raise UserError(f"cannot write to data_dir {data_dir}: {error.strerror}") from None
         try:
-            metadata = self._generate(work_dir, version, tmp_dir, manual_dir, start, workers)
+            metadata = self._generate(work_dir, version, tmp_dir, manual_dir, start, workers, vocabulary_sha256)
             records.publish(work_dir, final_dir, data_version=version)
         finally:
             safe_write.remove(work_dir)  # gone after a failure too; published, it is no longer there
         return self._summary(metadata, final_dir, False, metadata["seconds"])
 
-    def _generate(self, work_dir, version, tmp_dir, manual_dir, start, workers):
+    def _generate(self, work_dir, version, tmp_dir, manual_dir, start, workers, vocabulary_sha256=None):
         """Writes the vocabulary, every split and the metadata into `work_dir`; returns the metadata."""
         sample, train_pairs = self._vocabulary_sample(tmp_dir, manual_dir)
         print(f"{self.name}: training a {self.vocab_size:,}-piece {self.vocab_model_type} vocabulary on "
@@ -228,6 +242,12 @@ class TextPairProblem(Problem):
         del sample
         _return_freed_memory()  # the peak so far, before the workers add theirs
         self._check_vocabulary_size(vocabulary.vocab_size)
+        trained_sha256 = records.file_sha256(vocabulary.model_path)
+        if vocabulary_sha256 and trained_sha256 != vocabulary_sha256:
+            raise UserError(f"problem {self.name} now trains another vocabulary (sha256 {trained_sha256[:12]}...) "
+                            f"than the run being restarted trained with ({vocabulary_sha256[:12]}...): its settings "
+                            "or code changed; nothing was regenerated or published; undo the change, or train a "
+                            "new run (--output_dir) on its own --data_dir")
         splits = {}
         with EncodingPool(workers) as pool:
             for split in SPLITS:
@@ -242,18 +262,24 @@ class TextPairProblem(Problem):
                 "problem": self.name,
                 "problem_settings": self.data_settings(),
                 "manual_dir": os.path.abspath(manual_dir) if manual_dir else None,
+                "source_files": self._source_fingerprint(tmp_dir, manual_dir),
                 "data_version": version,
                 "vocab_size": vocabulary.vocab_size,
                 "vocab_requested_size": self.vocab_size,
                 "vocab_model_type": self.vocab_model_type,
                 "vocab_ordinary_pieces": ordinary_pieces,
                 "vocab_file": VOCAB_PREFIX + MODEL_SUFFIX,
-                "vocab_sha256": records.file_sha256(vocabulary.model_path),
+                "vocab_sha256": trained_sha256,
                 "max_tokens_per_side": self.max_tokens_per_side,
                 "splits": splits,
                 "seconds": round(seconds, 3),
             },
         )
+
+    def _source_fingerprint(self, tmp_dir, manual_dir):
+        if not manual_dir:
+            return {}
+        return source_fingerprint.fingerprint(self.source_files(tmp_dir, manual_dir), os.path.abspath(manual_dir))
 
     def _vocab_size_is_a_setting(self):
         return "vocab_size" in self.data_settings()

@@ -54,6 +54,13 @@ class TranslationProblem(TextPairProblem):
         return (f"line-aligned files {expected} (one sentence per line; dev and test may be SGML files: "
                 f"{{dev,test}}.<language>.sgm{official} and their -ref files)")
 
+    def source_files(self, tmp_dir, manual_dir):
+        """The parallel files read from --manual_dir (none when the text comes from TFDS or is made by code)."""
+        text_dir = self.raw_text_dir(tmp_dir, manual_dir)
+        if not manual_dir or text_dir != manual_dir:
+            return []
+        return [path for path in self.expected_files(text_dir) if os.path.isfile(path)]
+
     def check_raw_data(self, tmp_dir, manual_dir):
         text_dir = self.raw_text_dir(tmp_dir, manual_dir)
         if text_dir is not None:
@@ -73,6 +80,10 @@ class TranslationProblem(TextPairProblem):
             raise UserError(f"{text_dir} is not a directory; problem {self.name} expects "
                             f"{self.expected_files_note()} there")
         files = self.expected_files(text_dir)
+        directories = [path for path in files if os.path.isdir(path)]
+        if directories:
+            raise UserError(f"{directories[0]} is a directory, not a text file; problem {self.name} expects "
+                            f"{self.expected_files_note()} in {text_dir}")
         missing = [path for path in files if not os.path.isfile(path)]
         if missing:
             raise UserError(f"{text_dir} lacks {', '.join(os.path.basename(path) for path in missing)}; problem "

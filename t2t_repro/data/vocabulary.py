@@ -95,6 +95,24 @@ class Vocabulary:
         return self._processor.id_to_piece(int(token))
 
 
+MAX_VOCAB_SIZE = 1_000_000
+_BYTE_PIECES = 256
+
+
+def check_vocab_size(vocab_size, user_symbols=0):
+    """UserError for a vocab_size SentencePiece cannot be asked for: at most the reserved ids, the byte pieces
+    and the `user_symbols` (it fails without a word on such sizes), or past MAX_VOCAB_SIZE."""
+    smallest = len((PAD_ID, EOS_ID, UNK_ID)) + _BYTE_PIECES + user_symbols + 1
+    if not isinstance(vocab_size, int) or vocab_size < smallest:
+        held = ["the 3 reserved ids", f"{_BYTE_PIECES} byte pieces"] + (
+            [f"{user_symbols} fixed symbols"] if user_symbols else [])
+        raise UserError(f"vocab_size={vocab_size} is too small: a vocabulary holds {', '.join(held[:-1])} and "
+                        f"{held[-1]} before any piece of text; give at least {smallest} (thousands are usual)")
+    if vocab_size > MAX_VOCAB_SIZE:
+        raise UserError(f"vocab_size={vocab_size:,} is over {MAX_VOCAB_SIZE:,}; the paper's vocabularies have "
+                        "37,000 (EN-DE) and 32,000 (EN-FR) pieces (section 5.1)")
+
+
 def train_vocabulary(sentences, model_prefix, vocab_size, model_type, user_defined_symbols=()):
     """Trains a SentencePiece vocabulary and writes `model_prefix.model` (and a readable `.vocab`) atomically.
 
@@ -111,6 +129,7 @@ def train_vocabulary(sentences, model_prefix, vocab_size, model_type, user_defin
     """
     if model_type not in MODEL_TYPES:
         raise UserError(f"vocabulary model type {model_type!r}: must be one of {', '.join(MODEL_TYPES)}")
+    check_vocab_size(vocab_size, len(user_defined_symbols))
     model_prefix = os.fspath(model_prefix)
     model = io.BytesIO()
     try:

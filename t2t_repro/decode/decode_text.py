@@ -15,8 +15,9 @@ source with), sorted by length and decoded in batches by beam search (`t2t_repro
 whose results do not depend on batch composition; the outputs come back in input order and go through the
 given `postprocess(decoded, source)` (a problem's, e.g. parsing puts trees onto the words). One bad line never
 stops the run: an empty line gives an empty output, a line longer than `max_input_length` tokens is
-truncated with a warning naming it, invalid UTF-8 in a file is replaced with a warning, and a line whose
-encoding or postprocessing fails gets a warning and its raw (or empty) output.
+truncated with a warning naming it, and a line whose encoding or postprocessing fails gets a warning and its
+raw (or empty) output. Text that is not UTF-8 is refused, naming the file and line, before anything is decoded
+(as datagen refuses it): its bytes would have to be guessed at.
 """
 
 import dataclasses
@@ -27,6 +28,7 @@ import numpy as np
 from tqdm import tqdm
 
 from t2t_repro import safe_write
+from t2t_repro.data.parallel_files import text_lines
 from t2t_repro.decode.transformer_search import compiled_search
 from t2t_repro.errors import UserError
 from t2t_repro.special_tokens import EOS_ID, PAD_ID
@@ -52,29 +54,14 @@ def _preview(text):
 
 
 def read_source_lines(path):
-    """The lines of a UTF-8 text file without their line ends; invalid bytes become U+FFFD with a warning."""
+    """The lines of a UTF-8 text file without their line ends (or a leading byte order mark); UserError naming
+    the file and line for bytes that are not UTF-8, as datagen refuses them."""
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        return list(text_lines(path))
+    except IsADirectoryError:
+        raise UserError(f"{path} is a directory, not a text file") from None
     except OSError as error:
         raise UserError(f"cannot read {path}: {error.strerror}") from None
-    raw_lines = data.split(b"\n")
-    if raw_lines and raw_lines[-1] == b"":
-        raw_lines.pop()  # the final newline ends the last line, it does not start another
-    return [line_text(raw, f"{path} line {number}") for number, raw in enumerate(raw_lines, 1)]
-
-
-def line_text(raw, where):
-    """The text of one line read as bytes, its line end ("\n", "\r\n") removed; invalid UTF-8 becomes U+FFFD
-    with a warning naming `where`."""
-    raw = raw[:-1] if raw.endswith(b"\n") else raw
-    raw = raw[:-1] if raw.endswith(b"\r") else raw
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        text = raw.decode("utf-8", errors="replace")
-        logger.warning("%s: invalid UTF-8 (%s), replaced with U+FFFD: %s", where, error.reason, _preview(text))
-        return text
 
 
 def single_line(text):

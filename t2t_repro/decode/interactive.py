@@ -3,12 +3,13 @@
     count = decode_interactively(sys.stdin.buffer, sys.stdout, search, vocabulary, settings, problem.postprocess)
 
 Lines are read one at a time from a binary stream (standard input's buffer), decoded exactly as a file's
-lines are (`t2t_repro.decode.decode_text`: stripped, truncated past max_input_length with a warning, invalid
-UTF-8 replaced with a warning, an empty line answered with an empty line) and each answer is written and
-flushed before the next line is read: one line per input, or with nbest N, N lines "<score>\\t<text>".
+lines are (`t2t_repro.decode.decode_text`: stripped, truncated past max_input_length with a warning, an empty
+line answered with an empty line; a line that is not UTF-8 ends the session with a UserError naming it, as
+a file's would) and each answer is written and flushed before the next line is read: one line per input, or with nbest N, N lines "<score>\\t<text>".
 """
 
-from t2t_repro.decode.decode_text import line_text, output_lines, search_texts_nbest, single_line
+from t2t_repro.data.parallel_files import line_text
+from t2t_repro.decode.decode_text import output_lines, search_texts_nbest, single_line
 
 
 def decode_interactively(input_stream, output_stream, search, vocabulary, settings, postprocess=None):
@@ -17,7 +18,7 @@ def decode_interactively(input_stream, output_stream, search, vocabulary, settin
     count = 0
     for raw in iter(input_stream.readline, b""):
         count += 1
-        text = line_text(raw, f"input line {count}")
+        text = line_text(raw, f"standard input:{count}")
         results = search_texts_nbest([text], search, vocabulary, settings, postprocess, batch_size=1, progress=False)
         output_stream.write("".join(single_line(line) + "\n" for line in output_lines(results, settings.nbest)))
         output_stream.flush()

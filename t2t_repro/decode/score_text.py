@@ -19,10 +19,11 @@ identity: SentencePiece may segment a decoded string differently from the pieces
 another id. Such a text is another token sequence, and the model gives it another probability. Outputs cut at
 the maximum length without EOS are scored with an EOS they did not have.
 
-One bad line never stops the run, as in decoding: an empty source line, or a line either side the vocabulary
-cannot encode (with a warning), is not scored and gets "0.000000\\t0\\t0.000000" (as the decoder answers an
+One bad line never stops the run, as in decoding: an empty source line, a line either side the vocabulary
+cannot encode, or a target longer than any output of the decoder (max_input_length + extra_length tokens, or
+the model's positions where it learned them) (with a warning), is not scored and gets "0.000000\\t0\\t0.000000" (as the decoder answers an
 empty line with an empty output of score 0); it takes no part in the perplexity. An empty target line is the
-empty sentence: EOS alone. Invalid UTF-8 is replaced with U+FFFD with a warning.
+empty sentence: EOS alone. Text that is not UTF-8 is refused, naming the file and line.
 """
 
 import dataclasses
@@ -33,7 +34,7 @@ from tqdm import tqdm
 
 from t2t_repro.data.parallel_files import check_aligned
 from t2t_repro.decode.decode_text import (
-    encode_line, encode_sources, length_sorted_batches, read_source_lines,
+    DEFAULT_MAX_INPUT_LENGTH, encode_line, encode_sources, length_sorted_batches, read_source_lines,
 )
 from t2t_repro.special_tokens import EOS_ID
 
@@ -65,18 +66,29 @@ class CorpusTotal:
         return math.exp(-self.log_prob / self.tokens) if self.tokens else math.nan
 
 
-def _encode_targets(texts, vocabulary, max_length):
+def _encode_targets(texts, vocabulary, max_length, why):
     """Target ids ending in EOS for each text (stripped); None, with a warning, where the vocabulary cannot
-    encode it or it has more tokens than `max_length` (the positions of a model with learned ones; None: any)."""
+    encode it or it has more tokens than `max_length` (`why` that limit)."""
     encoded = []
     for number, text in enumerate(texts, 1):
         ids = encode_line(text.strip(), vocabulary, number, _NOT_SCORED)
-        if ids is not None and max_length is not None and len(ids) + 1 > max_length:
-            logger.warning("line %d: the target has %d tokens with EOS, more than the model's %d positions; %s",
-                           number, len(ids) + 1, max_length, _NOT_SCORED)
+        if ids is not None and len(ids) + 1 > max_length:
+            logger.warning("line %d: the target has %d tokens with EOS, more than %d (%s); %s", number,
+                           len(ids) + 1, max_length, why, _NOT_SCORED)
             ids = None
         encoded.append(None if ids is None else ids + [EOS_ID])
     return encoded
+
+
+def _target_limit(scorer, settings):
+    """The most target tokens (EOS included) a pair is scored with, and why: the model's positions where it has
+    learned ones, else the longest output the decoder could give (the longest source plus extra_length), which
+    also keeps a runaway line from exhausting memory."""
+    model_positions = getattr(scorer, "max_target_length", None)
+    longest_output = (settings.max_input_length or DEFAULT_MAX_INPUT_LENGTH) + settings.extra_length
+    if model_positions is not None and model_positions <= longest_output:
+        return model_positions, "the model's positions"
+    return longest_output, "the longest output the decoder gives: max_input_length + extra_length"
 
 
 def score_texts(sources, targets, scorer, vocabulary, settings, batch_size=None, progress=True):
@@ -95,7 +107,7 @@ def score_texts(sources, targets, scorer, vocabulary, settings, batch_size=None,
     if len(sources) != len(targets):
         raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
     _, encoded_sources = encode_sources(sources, settings, vocabulary, _NOT_SCORED)
-    encoded_targets = _encode_targets(targets, vocabulary, getattr(scorer, "max_target_length", None))
+    encoded_targets = _encode_targets(targets, vocabulary, *_target_limit(scorer, settings))
     pairs = [None if source is None or target is None else (source, target)
              for source, target in zip(encoded_sources, encoded_targets)]
     # The longer side of a pair decides the batch it joins: similar lengths both sides pad little.

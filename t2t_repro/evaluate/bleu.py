@@ -203,9 +203,14 @@ def file_bleu(translation_path, reference_path, lang="de", tokenize=None):
     """`corpus_bleu` of two line-aligned files: system output and reference. The tokenizer is checked before
     the files are read, so that a wrong name does not wait for large files."""
     check_tokenizer(lang, tokenize)
+    return corpus_bleu(*read_aligned(translation_path, reference_path), lang=lang, tokenize=tokenize)
+
+
+def read_aligned(translation_path, reference_path):
+    """(hypotheses, references): the lines of two files (`read_lines`); UserError when their counts differ."""
     hypotheses = read_lines(translation_path)
     references = read_lines(reference_path)
     if len(hypotheses) != len(references):
         raise UserError(f"{translation_path} has {len(hypotheses)} lines but {reference_path} has "
                         f"{len(references)}: the files must be line-aligned")
-    return corpus_bleu(hypotheses, references, lang=lang, tokenize=tokenize)
+    return hypotheses, references

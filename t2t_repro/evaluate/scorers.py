@@ -2,8 +2,9 @@
 one number they are summarised by (dev curves, report headlines).
 
     scorer = BleuScorer("de")
-    scores = scorer(hypotheses, references, sources)   # {"bleu": {...}}
-    name, value = scorer.headline(scores)              # ("bleu", sacreBLEU)
+    scores = scorer(hypotheses, references, sources)   # {"bleu": {...}, "chrf": {...}}
+    name, value = scorer.headline(scores)              # ("bleu", sacreBLEU): the run's headline figure
+    scorer.headlines(scores)                           # {"bleu": sacreBLEU, "chrf": chrF2}: every dev curve
 
 A scorer that computes its figures on a rewritten form of the texts (ParseF1Scorer: trees in one canonical
 form) also has `evaluation_files(hypotheses, references, sources)` -> {"decoded": lines, "gold": lines}, the
@@ -14,11 +15,13 @@ from t2t_repro.data import ptb_tree
 from t2t_repro.errors import UserError
 from t2t_repro.evaluate import evalb
 from t2t_repro.evaluate.bleu import check_tokenizer, corpus_bleu
+from t2t_repro.evaluate.chrf import corpus_chrf
 from t2t_repro.evaluate.evalb_files import evalb_line
 
 
 class BleuScorer:
-    """Translation (section 6.1, Table 2): sacreBLEU and the paper's tokenized BLEU into `lang`.
+    """Translation (section 6.1, Table 2): sacreBLEU and the paper's tokenized BLEU into `lang`, and chrF2 beside
+    them (`t2t_repro.evaluate.chrf`; not a figure of the paper).
 
     `tokenize` is sacreBLEU's tokenizer for the detokenized score, None for the one that suits `lang` (zh,
     ja-mecab, ko-mecab, else 13a). It is checked here (`check_tokenizer`), so that a problem made with a
@@ -26,15 +29,22 @@ class BleuScorer:
     figures name it ("tokenize", and the sacreBLEU signature).
     """
 
+    metric_names = ("bleu", "chrf")
+
     def __init__(self, lang, tokenize=None):
         self.lang = lang
         self.tokenize = check_tokenizer(lang, tokenize)
 
     def __call__(self, hypotheses, references, sources):
-        return {"bleu": corpus_bleu(hypotheses, references, lang=self.lang, tokenize=self.tokenize)}
+        return {"bleu": corpus_bleu(hypotheses, references, lang=self.lang, tokenize=self.tokenize),
+                "chrf": corpus_chrf(hypotheses, references)}
 
     def headline(self, scores):
         return "bleu", scores["bleu"]["sacrebleu"]
+
+    def headlines(self, scores):
+        """Every figure a dev evaluation logs and may choose the best checkpoint by: sacreBLEU and chrF2."""
+        return {"bleu": scores["bleu"]["sacrebleu"], "chrf": scores["chrf"]["chrf"]}
 
 
 class ParseF1Scorer:
@@ -45,6 +55,8 @@ class ParseF1Scorer:
     problem keeps are linearised: de-linearised onto the source words, they give the gold tree back exactly).
     Returns EVALB's figures in percent: {"f1", "precision", "recall", "sentences", ..., "len_le_40": {...}}.
     """
+
+    metric_names = ("f1",)
 
     def __call__(self, hypotheses, references, sources):
         files = self.evaluation_files(hypotheses, references, sources)
@@ -64,6 +76,9 @@ class ParseF1Scorer:
 
     def headline(self, scores):
         return "f1", scores["f1"]
+
+    def headlines(self, scores):
+        return dict([self.headline(scores)])
 
 
 def _as_tree(text, words):

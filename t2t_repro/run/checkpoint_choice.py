@@ -8,7 +8,9 @@
                  from: damaged newer ones are skipped, and the tool says so
     best         output_dir/best: the weights of the best dev evaluation (`BestCheckpoint`)
     ckpt-N       a training checkpoint in output_dir/checkpoints; or any checkpoint prefix, relative to
-                 output_dir or to the current directory, or absolute
+                 output_dir or to the current directory, or absolute, of this run or of another run directory
+                 trained with the same vocabulary (its run.json's sha256; a checkpoint outside any run directory
+                 is refused: its vocabulary cannot be checked)
 
 Checkpoints are found by listing their ckpt-N.index files, never through TensorFlow's `checkpoint` index file
 alone, which may be lost or stale. The tool says on stderr which checkpoint it restored, with its step.
@@ -19,6 +21,7 @@ import os
 import sys
 
 from t2t_repro.errors import UserError, first_line
+from t2t_repro.run.layout import RunLayout
 from t2t_repro.train.checkpoints import (
     all_finite, checkpoint_prefixes, damage_details, latest_checkpoint, read_model, restore_model,
     restore_newest,
@@ -59,10 +62,38 @@ def _given(layout, name):
     name = name[: -len(".index")] if name.endswith(".index") else name
     for prefix in (os.path.join(layout.checkpoint_dir, name), os.path.join(layout.output_dir, name), name):
         if os.path.isfile(prefix + ".index"):
+            _check_same_vocabulary(layout, prefix)
             return prefix
     raise UserError(f"checkpoint {name} not found (no {name}.index in {layout.checkpoint_dir}, in "
                     f"{layout.output_dir} or as given); give averaged, latest, best or one this run has: "
                     f"{inventory(layout)}")
+
+
+def _owning_run(prefix):
+    """The run directory a checkpoint prefix lies in (its directory, or the one above: checkpoints/, averaged/,
+    best/), found by its run.json; None when there is none."""
+    directory = os.path.dirname(os.path.abspath(prefix))
+    for candidate in (directory, os.path.dirname(directory)):
+        if os.path.isfile(RunLayout(candidate).info_file):
+            return candidate
+    return None
+
+
+def _check_same_vocabulary(layout, prefix):
+    """UserError when the checkpoint `prefix` belongs to another run than `layout`'s whose vocabulary differs
+    (its ids would mean other pieces: every output wrong, without a word), or to no run at all (unknowable)."""
+    owner = _owning_run(prefix)
+    if owner is None:
+        raise UserError(f"checkpoint {prefix} is not in a t2t-repro run directory (no run.json beside it or its "
+                        "directory), so whether it was trained with this run's vocabulary cannot be checked; give "
+                        f"a checkpoint of a run, or copy it into {layout.checkpoint_dir}")
+    if os.path.samefile(owner, layout.output_dir):
+        return
+    ours, theirs = layout.load_info().vocabulary_sha256, RunLayout(owner).load_info().vocabulary_sha256
+    if ours and theirs and ours != theirs:
+        raise UserError(f"checkpoint {prefix} is of the run {owner}, which trained with another vocabulary than "
+                        f"{layout.output_dir} (sha256 {theirs[:12]}..., not {ours[:12]}...); its ids would mean "
+                        "other pieces")
 
 
 def _restore_latest(layout, model):

@@ -18,6 +18,7 @@ from t2t_repro import catalog
 from t2t_repro.data.datagen_options import DatagenOptions
 from t2t_repro.data.text_problem import summary_line
 from t2t_repro.errors import UserError
+from t2t_repro.safe_write import removed_if_left_empty
 
 WAIT_POLL_SECONDS = 10.0
 WAIT_REPORT_SECONDS = 300.0
@@ -30,11 +31,15 @@ def generate_data(problem_name, data_dir, tmp_dir=None, manual_dir=None, options
     return _generate(catalog.get_problem(problem_name, problem_overrides), data_dir, tmp_dir, manual_dir, options)
 
 
-def _generate(problem, data_dir, tmp_dir, manual_dir, options):
+def _generate(problem, data_dir, tmp_dir, manual_dir, options, vocabulary_sha256=None):
     """The one way datagen and the trainer generate data: a file of it that cannot be written (a full disk,
-    in this process or in a datagen worker) ends in one line, the work directory already removed."""
+    in this process or in a datagen worker) ends in one line, the work directory already removed.
+    `vocabulary_sha256`: the vocabulary a restarted run trained with, which the data must keep."""
+    extra = {"vocabulary_sha256": vocabulary_sha256} if vocabulary_sha256 else {}
     try:
-        summary = problem.generate_data(data_dir, tmp_dir=tmp_dir, manual_dir=manual_dir, workers=options.workers)
+        with removed_if_left_empty(data_dir):
+            summary = problem.generate_data(data_dir, tmp_dir=tmp_dir, manual_dir=manual_dir,
+                                            workers=options.workers, **extra)
     except OSError as error:
         if not _is_data_write_failure(error, data_dir):
             raise
@@ -61,14 +66,16 @@ def _free_space(data_dir):
         return ""
 
 
-def prepare_data(problem, data_dir, tmp_dir, manual_dir, options, chief=True, poll_seconds=WAIT_POLL_SECONDS):
+def prepare_data(problem, data_dir, tmp_dir, manual_dir, options, chief=True, poll_seconds=WAIT_POLL_SECONDS,
+                 vocabulary_sha256=None):
     """Makes sure `data_dir` holds the problem's data: the chief generates what is missing, another worker
-    waits for the chief to publish it (at most options.data_wait_minutes)."""
+    waits for the chief to publish it (at most options.data_wait_minutes). `vocabulary_sha256`: a restart's
+    recorded vocabulary, which data generated now must have (else nothing is published)."""
     if problem.data_ready(data_dir):
         return
     if chief:
         print(f"generating data for {problem.name} in {data_dir}", flush=True)
-        print(_generate(problem, data_dir, tmp_dir, manual_dir, options), flush=True)
+        print(_generate(problem, data_dir, tmp_dir, manual_dir, options, vocabulary_sha256), flush=True)
         return
     wait_for_data(problem, data_dir, options.data_wait_minutes * 60, poll_seconds)
 

@@ -11,6 +11,7 @@ import os
 import numpy as np
 
 from t2t_repro import catalog
+from t2t_repro.errors import UserError
 from t2t_repro.run import jobs
 from t2t_repro.run.layout import RunLayout, read_json
 from t2t_repro.run.restore import restore_run
@@ -41,8 +42,42 @@ def finish_run(output_dir, training, average=True, test=True, export=True):
     best = best_report(layout, run if test else None)
     if best:
         report["best"] = best
+    report = merged_report(layout, report)
     write_json(layout.report_file, report)
     return report
+
+
+def merged_report(layout, report):
+    """`report` with what an earlier end of the same run recorded and this one did not compute (a re-run with
+    --skip_test keeps the test scores, say): a re-run never removes what a finished run recorded. When the
+    earlier report is of another step (the run has trained further since), it describes other weights: it is
+    kept whole as report_step_<N>.json instead of being mixed into the new one."""
+    if not os.path.isfile(layout.report_file):
+        return report
+    try:
+        earlier = read_json(layout.report_file, "the run's report")
+    except UserError as error:  # damaged: kept aside, not lost
+        print(f"{error}; kept as {layout.report_file}.damaged", flush=True)
+        os.replace(layout.report_file, layout.report_file + ".damaged")
+        return report
+    if earlier.get("steps") == report.get("steps"):
+        return _merged(earlier, report)
+    aside = layout.path(f"report_step_{earlier.get('steps', 'unknown')}.json")
+    if not os.path.exists(aside):
+        write_json(aside, earlier)
+    return report
+
+
+def _merged(earlier, later):
+    """The dict `earlier` updated by `later`, nested dicts merged the same way; a None in `later` (not measured
+    this time, e.g. the speed of a re-run that trained no step) does not replace a value."""
+    merged = dict(earlier)
+    for key, value in later.items():
+        if value is None and earlier.get(key) is not None:
+            continue
+        both_dicts = isinstance(value, dict) and isinstance(earlier.get(key), dict)
+        merged[key] = _merged(earlier[key], value) if both_dicts else value
+    return merged
 
 
 def same_weights(model, other):

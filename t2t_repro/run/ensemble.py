@@ -69,7 +69,7 @@ def _check_same_vocabulary(first_dir, first_sha256, other_dir, other_sha256):
 
 
 def restore_ensemble(output_dir, other_dirs, checkpoint=None, precision="float32", usr_dir=None):
-    """A `LoadedEnsemble` of the run in `output_dir` (from `checkpoint`, default its newest) and the runs in
+    """A `LoadedEnsemble` of the run in `output_dir` (from `checkpoint`, by default its default one) and the runs in
     `other_dirs`, every model computing in `precision`. Runs of another problem or vocabulary (run.json's
     records, and the vocabularies themselves for runs that recorded none) are refused, naming the run, before
     any checkpoint is read where the records tell."""

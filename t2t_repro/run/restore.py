@@ -31,8 +31,21 @@ class LoadedRun:
     def decode_settings(self, **flags):
         """The problem's decoding defaults with the run's max_length as the longest source, then `flags`
         (None values: not given) on top."""
-        defaults = self.problem.decode_settings.override(max_input_length=self.hparams.max_length)
-        return defaults.override(**flags)
+        return run_decode_settings(self.problem, self.hparams, **flags)
+
+
+def run_decode_settings(problem, hparams, **flags):
+    """`LoadedRun.decode_settings` of a run's problem and hparams: flags that do not fit are refused (UserError)."""
+    return problem.decode_settings.override(max_input_length=hparams.max_length).override(**flags)
+
+
+def check_decode_flags(output_dir, usr_dir=None, **flags):
+    """Refuses (UserError) decode setting flags that do not fit the run's problem (e.g. an nbest over its beam
+    size) from its records alone, before any model is restored."""
+    layout = RunLayout(output_dir)
+    info = layout.load_info()
+    import_run_code(info, usr_dir)
+    run_decode_settings(catalog.get_problem(info.problem, info.problem_overrides), layout.load_hparams(), **flags)
 
 
 def restore_run(output_dir, checkpoint=None, precision="float32", usr_dir=None):

@@ -23,11 +23,12 @@ import sys
 from t2t_repro import catalog
 from t2t_repro.data.parallel_files import check_aligned
 from t2t_repro.decode.decode_text import decode_file as decode_text_file
-from t2t_repro.decode.decode_text import write_lines
+from t2t_repro.decode.decode_text import read_source_lines, write_lines
 from t2t_repro.decode.interactive import decode_interactively
 from t2t_repro.decode.score_text import corpus_total, format_scores, score_text_files
 from t2t_repro.errors import UserError
 from t2t_repro.run.user_code import import_recorded
+from t2t_repro.safe_write import check_not_overwriting
 
 logger = logging.getLogger(__name__)
 
@@ -68,22 +69,31 @@ class TextScorer:
 
 
 def check_file_paths(source_path, target_path):
-    """UserError for a source file that does not exist or a target in a directory that does not."""
-    if not os.path.isfile(source_path):
-        raise UserError(f"{source_path}: no such file")
+    """UserError for a source file that does not exist, a target in a directory that does not, or a target that
+    is the source itself."""
+    _check_input_file(source_path)
     target_dir = os.path.dirname(os.path.abspath(target_path))
     if not os.path.isdir(target_dir):
         raise UserError(f"{target_path}: directory {target_dir} does not exist")
+    check_not_overwriting(target_path, {"--decode_from_file": source_path})
+
+
+def _check_input_file(path):
+    """UserError for a path that is not a readable UTF-8 text file (naming the first line that is not UTF-8)."""
+    if not os.path.exists(path):
+        raise UserError(f"{path}: no such file")
+    read_source_lines(path)
 
 
 def check_score_paths(source_path, target_path, output_path=None):
-    """UserError for a missing source or target file, an output in a directory that does not exist, or source
-    and target files of different line counts (naming both), before any model is loaded."""
+    """UserError for a missing source or target file, an output in a directory that does not exist or that is
+    one of the files read, or source and target files of different line counts (naming both), before any model
+    is loaded."""
     for path in (source_path, target_path):
-        if not os.path.isfile(path):
-            raise UserError(f"{path}: no such file")
+        _check_input_file(path)
     if output_path:
         check_file_paths(source_path, output_path)
+        check_not_overwriting(output_path, {"--score_file": target_path})
     check_aligned(source_path, target_path)
 
 

@@ -19,7 +19,7 @@ from t2t_repro import catalog
 from t2t_repro.data.datagen_options import DatagenOptions
 from t2t_repro.hparams_type import apply_overrides
 from t2t_repro.run.data import prepare_data
-from t2t_repro.run.dev_evaluation import DevEvaluator
+from t2t_repro.run.dev_evaluation import DevEvaluator, check_best_metric
 from t2t_repro.run.end_of_run import finish_run
 from t2t_repro.run.layout import RunInfo, RunLayout, check_vocabulary, vocabulary_sha256
 from t2t_repro.run.user_code import import_given, import_run_code
@@ -29,13 +29,20 @@ from t2t_repro.train.trainer import Trainer
 
 def run_usr_dir(config):
     """Imports the run's user directory: --t2t_usr_dir, else (a restart) the one its run.json records; returns
-    what run.json records of it (absolute path, names registered)."""
+    what run.json records of it (absolute path, names registered).
+
+    A restart keeps the record unless the run's problem or hparams set is the user's and --t2t_usr_dir names
+    where that code is now (it must define them): a directory the run does not use never becomes the one it
+    was made with."""
     layout = RunLayout(config.output_dir)
-    if not config.t2t_usr_dir and os.path.isfile(layout.info_file):
-        info = layout.load_info()
-        import_run_code(info)
-        return info.t2t_usr_dir, info.usr_names
-    return import_given(config.t2t_usr_dir)
+    if not os.path.isfile(layout.info_file):
+        return import_given(config.t2t_usr_dir)
+    info = layout.load_info()
+    import_run_code(info, config.t2t_usr_dir)
+    uses_user_code = {info.problem, info.hparams_set} & {name for names in info.usr_names.values() for name in names}
+    if config.t2t_usr_dir and uses_user_code:
+        return os.path.abspath(os.path.expanduser(config.t2t_usr_dir)), info.usr_names
+    return info.t2t_usr_dir, info.usr_names
 
 
 def resolve_hparams(config):
@@ -52,17 +59,22 @@ def train_run(config, options, datagen=DatagenOptions()):
     usr_dir, usr_names = run_usr_dir(config)
     hparams = resolve_hparams(config)
     problem = catalog.get_problem(config.problem, config.problem_overrides)
+    check_best_metric(options.best_metric, problem, config.eval_decode_sentences)
     data_dir = config.resolved_data_dir
     trainer = Trainer(hparams, problem, options)  # first: it sets up the tf.distribute strategy
     layout = RunLayout(config.output_dir)
     info = RunInfo(config.problem, config.hparams, config.hparams_overrides, os.path.abspath(data_dir),
                    tuple(config.command_line), trainer.environment(), problem_overrides=config.problem_overrides,
                    problem_settings=problem.settings_dict(), t2t_usr_dir=usr_dir, usr_names=usr_names)
+    recorded_vocabulary = None
     if trainer.chief:
         # Before data generation, which may take hours.
         layout.check_restart(hparams, info, config.allow_precision_change)
+        if os.path.exists(layout.info_file):
+            recorded_vocabulary = layout.load_info().vocabulary_sha256
     problem.check_existing_data(data_dir, config.manual_dir)
-    prepare_data(problem, data_dir, config.tmp_dir, config.manual_dir, datagen, chief=trainer.chief)
+    prepare_data(problem, data_dir, config.tmp_dir, config.manual_dir, datagen, chief=trainer.chief,
+                 vocabulary_sha256=recorded_vocabulary)
     problem.check_max_length(data_dir, hparams.max_length)
     evaluator = best = None
     if trainer.chief:
@@ -73,7 +85,7 @@ def train_run(config, options, datagen=DatagenOptions()):
         layout.record(hparams, info, config.allow_precision_change)
         evaluator = DevEvaluator(
             problem, vocabulary, data_dir, hparams.label_smoothing, trainer.micro_batch_tokens,
-            config.eval_decode_sentences, layout.dev_summary_dir,
+            config.eval_decode_sentences, layout.dev_summary_dir, options.best_metric,
         )
         best = BestCheckpoint(layout.best_dir, options.early_stopping, layout.dev_summary_dir)
     training = trainer.train(

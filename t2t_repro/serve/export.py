@@ -15,8 +15,10 @@ Exported with nbest N > 1, each example gets its N best hypotheses, best first, 
 lists them: outputs tf.string [batch, N] and scores [batch, N] (`ids`: outputs int32 [batch, N, length]). A
 1-best export keeps the shapes above.
 
-Sentences are encoded the way the training data was (`t2t_repro.data.text_problem`): invalid UTF-8 replaced by
-U+FFFD (as the decoder reads files), surrounding whitespace removed, SentencePiece ids, EOS appended. As in
+Sentences are encoded the way the training data was (`t2t_repro.data.text_problem`): surrounding whitespace
+removed, SentencePiece ids, EOS appended. Bytes that are not UTF-8 become U+FFFD in the graph, which has no way
+to refuse one string of a batch; the project's tools refuse such text before it reaches a model (the decoder
+names the line, t2t-repro-serve answers 400). As in
 `t2t-repro-decoder`, a source longer than `max_input_length` tokens (EOS included; default the run's
 hparams.max_length) is truncated and an empty source gives "" with score 0.0. Decoding is the project's beam
 search (`t2t_repro.decode.transformer_search.search`) with the settings fixed at export time (default: the
@@ -31,9 +33,11 @@ Python code of this project. Exports are versioned the way TensorFlow Serving ex
 integers, increasing; see `t2t_repro.serve.versions`).
 """
 
+import hashlib
 import os
 import time
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -43,7 +47,7 @@ from t2t_repro.serve.export_files import (
     IDS_SIGNATURE, INPUT_NAME, OUTPUT_NAME, SAVED_MODEL_METADATA, SAVED_MODEL_VOCABULARY, SCORES_NAME, TEXT_SIGNATURE,
 )
 from t2t_repro.serve.sentencepiece_log import sentencepiece_info_hidden
-from t2t_repro.serve.versions import unwritten_version_error, write_new_version
+from t2t_repro.serve.versions import same_export_as_newest, unwritten_version_error, write_new_version
 from t2t_repro.special_tokens import EOS_ID, PAD_ID
 
 # Written beside the SavedModel in assets.extra/, which TensorFlow Serving ignores.
@@ -59,8 +63,8 @@ _SURROUNDING_WHITESPACE = f"^[{_WHITESPACE}]+|[{_WHITESPACE}]+$"
 
 
 def clean_text(texts):
-    """Every string of a tf.string tensor as the decoder reads a line: invalid UTF-8 replaced by U+FFFD (as
-    `bytes.decode(errors="replace")`), then `str.strip()`ed (Unicode whitespace, as the training data)."""
+    """Every string of a tf.string tensor as the decoder reads a line: `str.strip()`ed (Unicode whitespace, as
+    the training data), with bytes that are not UTF-8 replaced by U+FFFD (`bytes.decode(errors="replace")`)."""
     texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
     return tf.strings.regex_replace(texts, _SURROUNDING_WHITESPACE, "")
 
@@ -127,8 +131,19 @@ def build_serving_module(model, serialized_vocabulary, settings):
     return module, {TEXT_SIGNATURE: serve_text, IDS_SIGNATURE: serve_ids}
 
 
+def weights_sha256(model):
+    """sha256 of a model's weights (an ensemble's: all its models'), in order: what an export holds."""
+    digest = hashlib.sha256()
+    for member in getattr(model, "models", (model,)):
+        for weight in member.weights:
+            digest.update(np.ascontiguousarray(weight.numpy()).tobytes())
+    return digest.hexdigest()
+
+
 def export_saved_model(model, vocabulary, settings, export_dir, description):
     """Exports a model as a new SavedModel version under `export_dir`; returns the version directory's path.
+    When the newest version already holds the same weights with the same settings, nothing is written and its
+    path is returned.
 
     Args:
         model: the trained Transformer, or an `Ensemble` of them (`t2t_repro.decode.ensemble`); vocabulary: its
@@ -141,8 +156,6 @@ def export_saved_model(model, vocabulary, settings, export_dir, description):
     """
     if settings.max_input_length is None:
         raise ValueError("the export needs settings.max_input_length")
-    with sentencepiece_info_hidden():
-        module, signatures = build_serving_module(model, vocabulary.serialized_model, settings)
     per_example = "[batch]" if settings.nbest == 1 else f"[batch, {settings.nbest}]"
     hypotheses = "[batch, length]" if settings.nbest == 1 else f"[batch, {settings.nbest}, length]"
     metadata = {
@@ -150,6 +163,8 @@ def export_saved_model(model, vocabulary, settings, export_dir, description):
         "format": "saved_model",
         **description,
         "vocab_size": vocabulary.vocab_size,
+        "vocab_sha256": hashlib.sha256(vocabulary.serialized_model).hexdigest(),
+        "weights_sha256": weights_sha256(model),
         "decode": settings.export_record(),
         "signatures": {
             TEXT_SIGNATURE: f"inputs: string [batch] -> outputs: string {per_example}, scores: float {per_example}",
@@ -158,6 +173,13 @@ def export_saved_model(model, vocabulary, settings, export_dir, description):
         },
         "exported_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
+    unchanged = same_export_as_newest(export_dir, metadata)
+    if unchanged:
+        print(f"{unchanged} already holds this model (the same weights and settings): no new version written",
+              flush=True)
+        return unchanged
+    with sentencepiece_info_hidden():
+        module, signatures = build_serving_module(model, vocabulary.serialized_model, settings)
 
     def write(path):
         try:

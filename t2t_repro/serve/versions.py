@@ -8,10 +8,12 @@ run are removed by the next export.
 """
 
 import errno
+import json
 import os
 
 from t2t_repro import safe_write
 from t2t_repro.errors import UserError
+from t2t_repro.serve.export_files import read_export_metadata
 
 _TEMP_PREFIX = ".tmp-export-"
 
@@ -39,6 +41,26 @@ def latest_version_dir(base):
         raise UserError(f"{base} holds no version directory (1/, 2/, ...): export a model there with "
                         "t2t-repro-exporter")
     return os.path.join(base, str(versions[-1]))
+
+
+def same_export_as_newest(base, metadata, ignored=("exported_at", "checkpoint")):
+    """The newest version under `base` when its export metadata equals `metadata` (JSON-ready) but for the
+    `ignored` keys (when, and the checkpoint's path, which moves with the run), i.e. it holds the same weights
+    (their sha256 is in the metadata) with the same settings;
+    else None. Exporting the same model again then writes nothing: a re-run of a finished run does not pile up
+    identical versions, and what the server serves does not change."""
+    versions = list_versions(base)
+    if not versions:
+        return None
+    newest = os.path.join(base, str(versions[-1]))
+    existing = read_export_metadata(newest)
+    if not existing.get("weights_sha256"):
+        return None
+
+    def kept(values):
+        return {key: value for key, value in values.items() if key not in ignored}
+
+    return newest if kept(existing) == kept(json.loads(json.dumps(metadata))) else None
 
 
 def unwritten_version_error(what, base, error):

@@ -38,7 +38,14 @@ class TrainingOptions:
     eval_steps: int = setting(2000, "evaluate on the dev split every this many steps")
     early_stopping: int = setting(
         0, "end training after this many dev evaluations in a row without a better dev score (BLEU or F1, or "
-        "the dev loss with --eval_decode_sentences=0); 0: train all train_steps", minimum=0
+        "the dev loss with --eval_decode_sentences=0); 0: train all train_steps. The count is the run's (kept "
+        "in its checkpoints), the patience this command's: a restart after an early stop trains no further "
+        "with the same patience, and on with a larger one or 0", minimum=0
+    )
+    best_metric: str = setting(
+        "auto", "the dev figure that chooses the best checkpoint and early stopping: bleu or chrf (translation), "
+        "f1 (parsing), loss; auto: BLEU or F1, or the dev loss with --eval_decode_sentences=0",
+        choices=("auto", "bleu", "chrf", "f1", "loss"),
     )
     xla: bool = setting(False, "compile each micro-batch's forward and backward pass with XLA (faster on some "
                         "accelerators; tools/benchmark.py --suite train --jit_compile both measures it on yours)")
