@@ -187,8 +187,9 @@ def test_user_code_that_exits_or_raises_or_returns_wrongly_is_one_line_naming_it
     hparams.mkdir()
     (hparams / "__init__.py").write_text("from t2t_repro.registry import register_hparams\n\n\n@register_hparams\n"
                                          "def dict_set():\n    return {'d_model': 3}\n", encoding="utf-8")
-    line = error_line(run_cli_in_process("trainer", f"--t2t_usr_dir={hparams}", "--problem=toy_ende",
-                                         "--hparams=dict_set", f"--output_dir={tmp_path / 'out'}"))
+    # A subprocess: the set must not stay registered in this process, whose other tests check every set.
+    line = error_line(run_cli("trainer", f"--t2t_usr_dir={hparams}", "--problem=toy_ende", "--hparams=dict_set",
+                              f"--output_dir={tmp_path / 'out'}"))
     assert "hparams set dict_set" in line and "returned dict, not HParams" in line
 
     raising = write_user_dir(tmp_path / "raising", fail="a bad line in my corpus")
