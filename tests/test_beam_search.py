@@ -36,9 +36,9 @@ def table_scorer(log_probs):
     the state along the beams it keeps would fail the check."""
 
     def symbols_to_logits_fn(ids, step, state):
-        tf.debugging.assert_equal(state["seen"], ids[:, :-1], message="the state did not follow its beam")
-        next_log_probs = tf.gather_nd(log_probs, tf.stack([state["row"], ids[:, -1]], 1))
-        return next_log_probs, {"row": state["row"], "seen": ids}
+        tf.debugging.assert_equal(state["seen"], ids[:, :step], message="the state did not follow its beam")
+        next_log_probs = tf.gather_nd(log_probs, tf.stack([state["row"], ids[:, step]], 1))
+        return next_log_probs, {"row": state["row"], "seen": ids[:, : step + 1]}
 
     return symbols_to_logits_fn
 
