@@ -280,3 +280,14 @@ def test_compiled_searches_are_kept_per_model_and_search_settings():
     assert compiled_search(model, settings) is compiled_search(model, settings.override(max_input_length=8))
     assert compiled_search(model, settings) is not compiled_search(model, settings.override(alpha=0.0))
     assert compiled_search(model, settings) is not compiled_search(model, settings, use_cache=False)
+
+
+def test_xla_compiled_search_gives_the_hypotheses_of_the_default_one():
+    model = tiny_model(seed=4)
+    inputs = tf.constant([[4, 5, 6, 1, 0], [7, 3, 9, 10, 1], [8, 1, 0, 0, 0]])
+    settings = DecodeSettings(beam_size=4, alpha=0.6, extra_length=4, nbest=4)
+    ids, scores = beam_decode(model, inputs, settings)
+    xla_ids, xla_scores = beam_decode(model, inputs, settings, jit_compile=True)
+    np.testing.assert_array_equal(xla_ids.numpy(), ids.numpy())
+    np.testing.assert_allclose(xla_scores.numpy(), scores.numpy(), rtol=1e-5)
+    assert compiled_search(model, settings) is not compiled_search(model, settings, jit_compile=True)

@@ -97,7 +97,7 @@ def sample(model, inputs, settings, sampling, seeds):
     # Row s * samples + k is sample k of sentence s, as the model's scoring function lays out beams.
     max_lengths = tf.repeat(max_output_lengths(model, inputs, settings.extra_length), samples)
     longest = tf.reduce_max(max_lengths)
-    symbols_to_logits_fn, cache = model.scoring_function(inputs, samples, longest)
+    symbols_to_logits_fn, cache = model.scoring_function(inputs, samples)
     uniforms = tf.map_fn(lambda seed: tf.random.stateless_uniform([longest], seed), tf.reshape(seeds, [-1, 2]),
                          fn_output_signature=tf.float32)
     draw = _drawing_function(sampling, vocab_size)

@@ -53,9 +53,12 @@ def search(model, inputs, settings, use_cache=True, eos_id=EOS_ID, jit_compile=F
             unfinished_compete.
         use_cache: False recomputes the decoder over the whole prefix at every step (slow; for checking).
         eos_id: the id that ends a hypothesis; one outside the vocabulary (e.g. -1) disables EOS (benchmarks).
-        jit_compile: compile the search loop with XLA. Its steps then attend over the whole preallocated cache
-            (unwritten positions masked), whose softmax rounds otherwise in the last bits: the scores may differ
-            by float rounding from the default's, which are the uncached decoder's.
+        jit_compile: compile the search loop with XLA, with a self-attention cache preallocated to the longest
+            output and every step in the same shapes. Its softmax over the masked positions rounds otherwise in
+            the last bits: scores may differ by float rounding from the default's (the uncached decoder's), and
+            near-tied hypotheses may swap. Without it the cache grows by a position a step, which on a CPU
+            measured faster: without XLA nothing is written in place, and a preallocated cache would be copied
+            whole at every step.
 
     Returns:
         ids: int32 [batch, nbest, length], best first; positions after a hypothesis' end are PAD (0).
@@ -64,8 +67,8 @@ def search(model, inputs, settings, use_cache=True, eos_id=EOS_ID, jit_compile=F
     inputs = tf.convert_to_tensor(inputs, tf.int32)
     max_lengths = max_output_lengths(model, inputs, settings.extra_length)
     longest = longest_output(model, inputs, settings.extra_length)
-    symbols_to_logits_fn, state = model.scoring_function(inputs, settings.beam_size, longest, use_cache,
-                                                         fixed_shapes=jit_compile)
+    symbols_to_logits_fn, state = model.scoring_function(inputs, settings.beam_size,
+                                                         longest if jit_compile else None, use_cache)
     ids, scores = beam_search(
         symbols_to_logits_fn,
         tf.fill(tf.shape(inputs)[:1], tf.constant(PAD_ID, tf.int32)),

@@ -22,16 +22,12 @@ def causal_bias(length):
     return future[tf.newaxis, tf.newaxis] * MASK_VALUE
 
 
-def scaled_dot_product_attention(q, k, v, bias=None, weights_dropout=None, keys_written=None):
+def scaled_dot_product_attention(q, k, v, bias=None, weights_dropout=None):
     """softmax(Q K^T / sqrt(d_k)) V per head (section 3.2.1, equation 1).
 
     q: [batch, h, query_length, d_k]; k: [batch, h, key_length, d_k]; v: [batch, h, key_length, d_v];
     bias: additive, broadcastable to [batch, h, query_length, key_length];
-    weights_dropout: optional callable applied to the attention weights before they weigh the values;
-    keys_written: optional int32 scalar: only the first keys_written keys are attended to (a preallocated cache
-    of which the later positions are not written yet). Their softmax is taken over them alone and the other
-    weights are 0, so the result has the bits of an attention over those keys only (a -inf-like bias over the
-    extra keys would change the softmax's rounding).
+    weights_dropout: optional callable applied to the attention weights before they weigh the values.
     Returns (output [batch, h, query_length, d_v], weights [batch, h, query_length, key_length]). The softmax
     is computed in float32 whatever the dtype of q, k and v (mixed precision), and its weights are float32.
 
@@ -43,12 +39,7 @@ def scaled_dot_product_attention(q, k, v, bias=None, weights_dropout=None, keys_
         logits = tf.cast(logits, tf.float32)
     if bias is not None:
         logits += _float32_bias(bias)
-    if keys_written is None:
-        weights = tf.nn.softmax(logits)
-    else:  # the softmax over the written keys alone; the others weigh exactly 0
-        key_length = tf.shape(logits)[-1]
-        weights = tf.nn.softmax(logits[..., :keys_written])
-        weights = tf.pad(weights, [[0, 0], [0, 0], [0, 0], [0, key_length - keys_written]])
+    weights = tf.nn.softmax(logits)
     dropped = weights_dropout(weights) if weights_dropout is not None else weights
     return tf.matmul(tf.cast(dropped, v.dtype), v), weights
 
@@ -79,24 +70,23 @@ def _unfold_rows(x, rows_per_memory, length):
 
 def empty_cache(rows, num_heads, d_k, d_v, length, dtype):
     """A self-attention cache for incremental decoding: {"k": [rows, h, length, d_k], "v": [rows, h, length,
-    d_v]} zeros, preallocated to the most positions the decoder will read, written in place as it goes."""
+    d_v]} zeros. Length 0: it grows by one position a call; length n: preallocated to the n positions the
+    decoder will read at most, written in place (`write_positions`) with fixed shapes."""
     return {"k": tf.zeros([rows, num_heads, length, d_k], dtype), "v": tf.zeros([rows, num_heads, length, d_v], dtype)}
 
 
 def write_positions(cache, values, index):
-    """`cache` [batch, h, length, d] with `values` [batch, h, n, d] written at positions index ... index + n - 1:
-    one strided-slice update, the same shapes at every step (and in place where XLA compiles it)."""
-    begin = tf.stack([0, 0, index, 0])
-    end = tf.stack([0, 0, index + tf.shape(values)[2], 0])
-    every = 0b1011  # the whole of every axis but the positions
-    return tf.raw_ops.TensorStridedSliceUpdate(input=cache, begin=begin, end=end, strides=tf.ones([4], tf.int32),
-                                               value=values, begin_mask=every, end_mask=every)
+    """`cache` [batch, h, length, d] with `values` [batch, h, 1, d] written at position `index`: one scatter of
+    a [batch, h] grid of d-vectors, the same shapes at every step, in place where XLA compiles it."""
+    shape = tf.shape(cache)
+    rows, heads = tf.meshgrid(tf.range(shape[0]), tf.range(shape[1]), indexing="ij")
+    indices = tf.stack([rows, heads, tf.fill(tf.shape(rows), index)], axis=-1)
+    return tf.tensor_scatter_nd_update(cache, indices, values[:, :, 0])
 
 
 def unwritten_bias(index, length):
-    """Attention bias [length] that masks the positions of a preallocated cache from `index` on (not written yet):
-    for a cache read with fixed shapes, where the softmax runs over every position (see `scaled_dot_product_attention`
-    for the exact alternative)."""
+    """Attention bias [length] that masks the positions of a preallocated cache from `index` on (not written
+    yet): their weights underflow to exactly 0."""
     return tf.where(tf.range(length) < index, 0.0, MASK_VALUE)
 
 
@@ -131,13 +121,15 @@ class MultiHeadAttention(keras.layers.Layer):
             and values `memory_kv(memory)`, computed once per sentence for incremental decoding; then the query
             may hold g rows per sentence (its beams, consecutive), and the bias is per sentence.
         bias: additive attention bias broadcastable to [batch, h, query_length, key_length].
-        cache: self-attention only, for incremental decoding: {"k", "v"} [batch, h, max_length, d] preallocated
-            (`empty_cache`), of which the first `cache_index` positions hold the earlier positions' keys and
-            values; the new positions' are written after them. The query attends to every written position
-            (decoding feeds one position at a time): with no bias, by a softmax over the written positions alone,
-            which gives the bits of an attention without a cache; with a bias (`unwritten_bias`), over all
-            max_length positions, so that every step has the same shapes (XLA).
-        cache_index: with a cache, int32 scalar: the positions already written.
+        cache: self-attention only, for incremental decoding (`empty_cache`): {"k", "v"} [batch, h, t, d] of the
+            earlier positions, to which the new positions' keys and values are appended; or, with
+            `cache_index`, preallocated to the most positions [batch, h, max_length, d], of which the first
+            `cache_index` hold the earlier positions: the new one (decoding feeds one position at a time) is
+            written after them, and `bias` must mask the positions not written yet (`unwritten_bias`). The
+            second has the same shapes at every step (XLA compiles it, writing in place); the first has the
+            numbers of the decoder without a cache, and without XLA it is the faster (no in-place writes: a
+            preallocated cache is copied whole at every write).
+        cache_index: int32 scalar, the positions of a preallocated cache already written.
         training: enables dropout.
         return_attention_scores: also return the attention weights [batch, h, query_length, key_length]
             (before dropout), e.g. for the paper's Figures 3-5.
@@ -200,14 +192,13 @@ class MultiHeadAttention(keras.layers.Layer):
 
     def call(self, query, memory=None, bias=None, cache=None, cache_index=None, training=None,
              return_attention_scores=False):
-        keys_written = None
         if self.self_attention:
             q, k, v = self._split_parts(self.qkv_dense(query), [self.d_k, self.d_k, self.d_v])
             kv = {"k": k, "v": v}
-            if cache is not None:
+            if cache is not None and cache_index is None:
+                kv = {name: tf.concat([cache[name], kv[name]], axis=2) for name in ("k", "v")}
+            elif cache is not None:
                 kv = {name: write_positions(cache[name], kv[name], cache_index) for name in ("k", "v")}
-                if bias is None:
-                    keys_written = cache_index + tf.shape(query)[1]
         else:
             q = self._split_heads(self.q_dense(query), self.d_k)
             kv = memory if isinstance(memory, dict) else self._keys_values(memory)
@@ -221,7 +212,6 @@ class MultiHeadAttention(keras.layers.Layer):
             kv["v"],
             bias,
             weights_dropout=lambda w: self.weights_dropout(w, training=training),
-            keys_written=keys_written,
         )
         if rows_per_memory is None:
             heads = tf.transpose(heads, [0, 2, 1, 3])

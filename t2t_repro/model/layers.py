@@ -137,9 +137,9 @@ class DecoderLayer(_TransformerLayer):
             x's consecutive rows of the sentence's beams; memory_bias then also per sentence).
         self_bias: causal bias over the targets (None when decoding one position with a cache).
         memory_bias: padding bias of the source.
-        cache: the self-attention {"k", "v"} preallocated cache, for incremental decoding (see
-            `MultiHeadAttention`; self_bias None reads the written positions exactly, `unwritten_bias` all of them).
-        cache_index: with a cache, the positions already written.
+        cache: the self-attention {"k", "v"} of the earlier positions, for incremental decoding, growing or
+            preallocated (see `MultiHeadAttention`).
+        cache_index: with a preallocated cache, the positions already written (self_bias: `unwritten_bias`).
         training: enables dropout.
         return_attention_scores: also return {"self": weights, "cross": weights}.
 

@@ -163,7 +163,7 @@ class Transformer(HParamsConfig, keras.Model):
         """The most target positions the decoder can read: max_position with learned positions, else None."""
         return self.hparams.max_position if self.hparams.position_encoding == "learned" else None
 
-    def scoring_function(self, inputs, beam_size, max_length, use_cache=True, fixed_shapes=False):
+    def scoring_function(self, inputs, beam_size, max_length=None, use_cache=True):
         """Encodes a batch for beam search (section 6.1); returns (symbols_to_logits_fn, initial_state).
 
         `symbols_to_logits_fn(ids, step, state)` takes the decoder inputs, ids [batch * beam_size, at least
@@ -172,18 +172,18 @@ class Transformer(HParamsConfig, keras.Model):
         new state. The encoder output, its per-layer keys and values and its padding bias are the same for every
         beam of a sentence: the function holds them once per sentence (the cross-attention reads them for all of
         its beams in one product), so that the state the search reorders along the beams is the self-attention
-        cache alone: per layer {"k", "v"} [batch * beam_size, h, max_length, d], preallocated and written in place
-        one position a step.
+        cache alone: per layer {"k", "v"} [batch * beam_size, h, positions, d].
 
         Args:
             inputs: int32 [batch, source_length] source ids, 0-padded.
             beam_size: hypotheses per sentence.
-            max_length: the most decoder positions the search will read (its longest output).
+            max_length: None: the cache grows by one position a step, and the logits are the uncached decoder's
+                to the bit. An int32 scalar: the cache is preallocated to this many positions (the most the
+                search will read) and written in place, the positions not written yet masked, so that every step
+                has the same shapes (for XLA; the softmax over the masked positions rounds otherwise in the last
+                bits).
             use_cache: False recomputes the decoder over the whole prefix at every step, with no state (slow;
                 gives the same logits, for checking the cache).
-            fixed_shapes: True attends over all max_length cached positions, the unwritten ones masked, so that
-                every step has the same shapes (for XLA; the softmax rounds otherwise in the last bits); False
-                over the written ones alone, with the numbers of the uncached decoder.
         """
         memory, memory_bias = self.encode(inputs)
         if not use_cache:
@@ -191,6 +191,7 @@ class Transformer(HParamsConfig, keras.Model):
             memory_bias = tf.repeat(memory_bias, beam_size, axis=0)
             return (lambda ids, step, state: (self.decode(ids[:, : step + 1], memory, memory_bias)[:, -1], state)), {}
         memory_kv = [layer.cross_attention.memory_kv(memory) for layer in self.decoder_layers]
+        fixed_shapes = max_length is not None
 
         def next_position_logits(ids, step, caches):
             x = self.target_positions(self.target_embedding(ids[:, step : step + 1]), start=step)
@@ -198,12 +199,13 @@ class Transformer(HParamsConfig, keras.Model):
             new_caches = []
             for layer, layer_memory, cache in zip(self.decoder_layers, memory_kv, caches):
                 x, cache = layer(x, memory=layer_memory, self_bias=self_bias, memory_bias=memory_bias, cache=cache,
-                                 cache_index=step)
+                                 cache_index=step if fixed_shapes else None)
                 new_caches.append(cache)
             return self.logits(self._final_norm(x, "decoder_norm"))[:, 0], new_caches
 
         h = self.hparams
-        empty = empty_cache(tf.shape(memory)[0] * beam_size, h.num_heads, h.d_k, h.d_v, max_length, memory.dtype)
+        empty = empty_cache(tf.shape(memory)[0] * beam_size, h.num_heads, h.d_k, h.d_v,
+                            max_length if fixed_shapes else 0, memory.dtype)
         return next_position_logits, [empty] * len(self.decoder_layers)
 
     def get_config(self):
