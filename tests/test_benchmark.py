@@ -116,9 +116,12 @@ def test_keras_hub_peer_does_equal_work(run):
     assert "peer" not in by_metric["matmul_peak"]
 
 
+TINY_DECODE_FLAGS = ("--suite=decode", "--hparams=transformer_tiny", "--decode_batch=2", "--src_len=4",
+                     "--output_length=6", "--beam_size=2", "--repeats=2", "--json")
+
+
 def test_decode_suite_compares_mixed_precision_with_float32_in_the_same_rounds(run):
-    flags = ("--suite=decode", "--hparams=transformer_tiny", "--decode_batch=2", "--src_len=4", "--output_length=6",
-             "--beam_size=2", "--repeats=2", "--json")
+    flags = TINY_DECODE_FLAGS
     by_metric, _ = _json_lines(run(*flags, "--precision=mixed_bfloat16", "--peer=float32"))
     cached = by_metric["decode_tokens_per_s_cached"]
     assert cached["peer"] == "float32" and cached["config"]["precision"] == "mixed_bfloat16"
@@ -134,6 +137,15 @@ def test_decode_suite_compares_mixed_precision_with_float32_in_the_same_rounds(r
     assert mfu["peer"] == "float32" and mfu["peer_value"] > 0
     refused = run(*flags, "--peer=float32")
     assert refused.returncode == 2 and "give --precision" in refused.stderr.strip().splitlines()[-1]
+
+
+def test_decode_suite_compares_the_xla_compiled_search_in_the_same_rounds(run):
+    by_metric, _ = _json_lines(run(*TINY_DECODE_FLAGS, "--peer=xla"))
+    cached = by_metric["decode_tokens_per_s_cached"]
+    assert cached["peer"] == "xla"
+    assert cached["peer_value"] == pytest.approx(2 * 6 / (cached["config"]["peer_batch_ms"] / 1e3))
+    assert cached["ratio"] == pytest.approx(cached["value"] / cached["peer_value"])
+    assert by_metric["decode_mfu"]["peer"] == "xla"
 
 
 def test_human_table_is_aligned(run):

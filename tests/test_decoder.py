@@ -188,6 +188,8 @@ def test_decoder_cli_decodes_a_file_with_the_run(run_dir, model, tmp_path):
     assert target.read_text(encoding="utf-8").splitlines() == decode(["abc", "", "head"], model)
     assert run_cli(argv + ["--nbest=2"]) == 0
     assert len(target.read_text(encoding="utf-8").splitlines()) == 6
+    assert run_cli(argv + ["--jit_compile"]) == 0  # the search loop compiled by XLA: the same best outputs
+    assert target.read_text(encoding="utf-8").splitlines() == decode(["abc", "", "head"], model)
 
 
 @pytest.mark.parametrize(
@@ -200,6 +202,8 @@ def test_decoder_cli_decodes_a_file_with_the_run(run_dir, model, tmp_path):
         (["--output_dir=/nonexistent/run"], "not found"),
         (["--decode_to_file=", "--output_dir=/nonexistent/run"], "go together"),
         (["--engine=tensorflow_lite"], "invalid choice"),
+        (["--jit_compile", "--sampling=topk:2"], "does not apply"),
+        (["--jit_compile", "--engine=ctranslate2"], "is for the tensorflow engine"),
     ],
 )
 def test_decoder_cli_errors_are_one_line(run_dir, tmp_path, capsys, extra, message):

@@ -8,7 +8,14 @@ import tensorflow as tf
 
 from t2t_repro.hparams_type import HParams
 from t2t_repro.model import Transformer
-from t2t_repro.model.attention import MultiHeadAttention, causal_bias, padding_bias, scaled_dot_product_attention
+from t2t_repro.model.attention import (
+    MultiHeadAttention,
+    causal_bias,
+    empty_cache,
+    padding_bias,
+    scaled_dot_product_attention,
+    unwritten_bias,
+)
 from t2t_repro.model.dropout import Dropout
 from t2t_repro.model.embedding import PositionEncoding, TokenEmbedding, sinusoid_position_encoding
 from t2t_repro.model.feed_forward import FeedForward
@@ -55,17 +62,25 @@ def test_separate_key_and_value_widths():
     assert layer.qkv_dense.kernel.shape == (8, 2 * (3 + 3 + 5))
 
 
-def test_attention_returns_its_weights_and_extends_its_cache():
+def test_attention_returns_its_weights_and_writes_its_preallocated_cache():
     layer = MultiHeadAttention(num_heads=2, d_k=3, d_v=5, d_model=8)
     x = tf.random.stateless_normal([1, 4, 8], seed=[1, 2])
     output, weights = layer(x, bias=causal_bias(4), return_attention_scores=True)
     assert weights.shape == (1, 2, 4, 4)
     np.testing.assert_allclose(output.numpy(), layer(x, bias=causal_bias(4)).numpy())
-    cache = {"k": tf.zeros([1, 2, 0, 3]), "v": tf.zeros([1, 2, 0, 5])}
+    cache = empty_cache(1, 2, 3, 5, 0, tf.float32)  # grows by a position a call
     for position in range(4):
         last, cache, weights = layer(x[:, position : position + 1], cache=cache, return_attention_scores=True)
         np.testing.assert_allclose(last.numpy()[0, 0], output.numpy()[0, position], atol=1e-5)
     assert cache["k"].shape == (1, 2, 4, 3) and weights.shape == (1, 2, 1, 4)
+    cache = empty_cache(1, 2, 3, 5, 6, tf.float32)  # preallocated, written in place, the rest masked
+    for position in range(4):
+        last, cache, weights = layer(x[:, position : position + 1], bias=unwritten_bias(position + 1, 6), cache=cache,
+                                     cache_index=position, return_attention_scores=True)
+        np.testing.assert_allclose(last.numpy()[0, 0], output.numpy()[0, position], atol=1e-5)
+        assert np.all(weights.numpy()[..., position + 1 :] == 0)
+    assert cache["k"].shape == (1, 2, 6, 3) and weights.shape == (1, 2, 1, 6)
+    assert np.all(cache["k"].numpy()[:, :, 4:] == 0) and np.all(cache["v"].numpy()[:, :, :4] != 0)
 
 
 def test_beams_share_the_keys_and_values_of_their_sentence():
@@ -224,15 +239,16 @@ def test_future_targets_do_not_change_earlier_logits():
     assert not np.allclose(a[0, 3], b[0, 3])
 
 
-@pytest.mark.parametrize("use_cache", [True, False])
+@pytest.mark.parametrize("use_cache, preallocated", [(True, False), (True, True), (False, False)])
 @pytest.mark.parametrize("overrides", [{}, {"norm_placement": "pre", "shared_embedding": False}])
-def test_scoring_function_equals_teacher_forcing(overrides, use_cache):
+def test_scoring_function_equals_teacher_forcing(overrides, use_cache, preallocated):
     model = tiny_model(**overrides)
     inputs = tf.constant([[5, 6, 7, 1], [8, 9, 1, 0]])
     targets = tf.constant([[10, 11, 12, 13, 1], [14, 15, 1, 0, 0]])
     full = model({"inputs": inputs, "targets": targets}).numpy()
     # Two beams per sentence: rows 2s and 2s + 1 both read sentence s.
-    symbols_to_logits_fn, state = model.scoring_function(inputs, beam_size=2, use_cache=use_cache)
+    max_length = targets.shape[1] if preallocated else None
+    symbols_to_logits_fn, state = model.scoring_function(inputs, 2, max_length, use_cache)
     decoder_inputs = tf.repeat(tf.pad(targets, [[0, 0], [1, 0]]), 2, axis=0)
     for step in range(targets.shape[1]):
         logits, state = symbols_to_logits_fn(decoder_inputs[:, : step + 1], step, state)

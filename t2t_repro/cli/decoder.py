@@ -60,8 +60,8 @@ from t2t_repro.serve.options import CTRANSLATE2, EngineSettings
 DEFAULT_BATCH_SIZE = 32
 # Flags with no effect on what --score_file and --sampling compute: refused there, so that none is ignored.
 NOT_SCORING = ("beam_size", "nbest", "extra_length", "unfinished_compete", "sampling", "temperature", "seed",
-               "ensemble")
-NOT_SAMPLING = ("beam_size", "alpha", "unfinished_compete", "ensemble")
+               "ensemble", "jit_compile")
+NOT_SAMPLING = ("beam_size", "alpha", "unfinished_compete", "ensemble", "jit_compile")
 
 
 def build_parser():
@@ -92,6 +92,9 @@ def build_parser():
         "output, the perplexity to standard error; tensorflow engine")
     add("--batch_size", type=int, default=DEFAULT_BATCH_SIZE,
         help=f"sentences per batch (default {DEFAULT_BATCH_SIZE})")
+    add("--jit_compile", action="store_true", default=None, help="tensorflow engine, beam search: compile the "
+        "search loop with XLA, every step in the same shapes (for GPUs and TPUs; on a CPU it measured many times "
+        "slower); scores may differ in the last digits")
     add("--quiet", action="store_true", help="no progress bar")
     return parser
 
@@ -120,6 +123,8 @@ def _check(args, engine):
     if engine.engine == CTRANSLATE2:
         if args.ensemble is not None:
             raise UserError("--ensemble is for the tensorflow engine: a CTranslate2 export holds one model")
+        if args.jit_compile:
+            raise UserError("--jit_compile is for the tensorflow engine: CTranslate2 runs its own compiled search")
         if args.checkpoint:
             raise UserError("--checkpoint is for the tensorflow engine: a CTranslate2 export holds one checkpoint "
                             "(export another with t2t-repro-exporter --format=ctranslate2 --checkpoint=...)")
@@ -170,7 +175,7 @@ def _main(argv):
                                       sampling=sampling, **decode_flags)
     else:
         decoder = jobs.run_decoder(args.output_dir, args.checkpoint, engine.serving_precision, args.t2t_usr_dir,
-                                   ensemble, sampling=sampling, **decode_flags)
+                                   ensemble, sampling=sampling, jit_compile=bool(args.jit_compile), **decode_flags)
     if not args.decode_from_file:
         text_decoder.decode_interactive(decoder, sys.stdin.buffer, sys.stdout)
         return 0

@@ -5,15 +5,17 @@
     # ids [batch, beam_size, length] (PAD after a hypothesis ends), scores [batch, beam_size], best first
 
 `symbols_to_logits_fn(ids, step, state)` scores the next token of every hypothesis: ids [batch * beam_size,
-step + 1] are the hypotheses so far behind their initial id (row s * beam_size + b is beam b of sentence s),
-and it returns logits [batch * beam_size, vocab_size] (or, with `normalized=True`, the log-probabilities of
-`next_token_log_probs`, e.g. an ensemble's) and its new state. The search
-reorders every tensor of the state along the beams it keeps, so tensors that are the same for every beam of
-a sentence belong in the function's closure, not in the state. A model ties itself to the search in
-`t2t_repro.decode.transformer_search`.
+max_length + 1] hold the hypotheses so far behind their initial id in their first step + 1 positions, PAD
+after (row s * beam_size + b is beam b of sentence s), and it returns logits [batch * beam_size, vocab_size]
+(or, with `normalized=True`, the log-probabilities of `next_token_log_probs`, e.g. an ensemble's) and its new
+state. The search reorders every tensor of the state along the beams it keeps (one gather a step), so tensors
+that are the same for every beam of a sentence belong in the function's closure, not in the state. A model
+ties itself to the search in `t2t_repro.decode.transformer_search`.
 
-The search runs inside one `tf.while_loop` (in the caller's `tf.function`, or eagerly, slowly). Each
-sentence keeps two pools of `beam_size` hypotheses apart, as tensor2tensor does:
+The search runs inside one `tf.while_loop` (in the caller's `tf.function`, or eagerly, slowly) whose tensors
+keep their shapes from step to step: the hypotheses are held in buffers of the longest output, written one
+position a step, so that the loop can be compiled by XLA (`jit_compile=True`). Each sentence keeps two pools
+of `beam_size` hypotheses apart, as tensor2tensor does:
 
 - alive: hypotheses still growing, ranked by their log-probability;
 - finished: hypotheses that ended, ranked by their score, log-probability / length_penalty(length).
@@ -53,9 +55,19 @@ def length_penalty(length, alpha):
 
 def state_invariant(shape):
     """Shape invariant of a state tensor: from rank 3 the features (last axis) are fixed; every other axis may
-    change (a self-attention cache [rows, h, length, d] grows by one position per step)."""
+    change (the batch is unknown when a serving function is traced)."""
     features = [shape[-1]] if shape.rank >= 3 else []
     return tf.TensorShape([None] * (shape.rank - len(features)) + features)
+
+
+def write_column(sequences, column, tokens):
+    """int32 sequences [..., length] with `tokens` [...] written at position `column` (a scalar tensor)."""
+    return tf.where(tf.equal(tf.range(tf.shape(sequences)[-1]), column), tokens[..., tf.newaxis], sequences)
+
+
+def compiled_loop(loop, jit_compile):
+    """`loop` itself, or compiled by XLA as one function where `jit_compile` (its tensors keep their shapes)."""
+    return tf.function(loop, jit_compile=True) if jit_compile else loop
 
 
 def _fill_empty_slots(first_scores, first_seq, second_scores, second_seq, beams):
@@ -69,12 +81,12 @@ def _fill_empty_slots(first_scores, first_seq, second_scores, second_seq, beams)
 
 
 def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_lengths, vocab_size, alpha, states=None,
-                eos_id=EOS_ID, unfinished_compete=False, normalized=False):
+                eos_id=EOS_ID, unfinished_compete=False, normalized=False, max_length=None, jit_compile=False):
     """Beam search as TensorFlow ops (section 6.1).
 
     Args:
-        symbols_to_logits_fn: (ids [batch * beam_size, step + 1], step, state) -> (logits [batch * beam_size,
-            vocab_size], new state); see the module docstring.
+        symbols_to_logits_fn: (ids [batch * beam_size, max_length + 1], step, state) -> (logits [batch *
+            beam_size, vocab_size], new state); see the module docstring.
         initial_ids: int32 [batch], the id every hypothesis starts behind (not part of the output).
         beam_size: hypotheses kept per sentence; 1 is greedy decoding.
         max_lengths: int32 [batch], each sentence's most output tokens (at least 1).
@@ -88,6 +100,9 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_lengths, vocab
         normalized: True when symbols_to_logits_fn returns log-probabilities without PAD already (such as
             `next_token_log_probs` gives, or an average of them): they are ranked as they are, not normalized
             again, so that an ensemble of one model's copies ranks with exactly that model's numbers.
+        max_length: int32 scalar at least every max_lengths, the length of the hypotheses' buffers (default the
+            largest of max_lengths; XLA needs one known from shapes when the function is traced).
+        jit_compile: run the search loop as one XLA-compiled function.
 
     Returns:
         ids: int32 [batch, beam_size, length], best first (see `unfinished_compete`); positions after a
@@ -104,8 +119,10 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_lengths, vocab
     # The best score a still-alive hypothesis could reach: its log-probability can only fall, and the
     # penalty it is divided by is largest at the maximum length.
     max_penalty = length_penalty(max_lengths, alpha)
+    max_length = tf.reduce_max(max_lengths) if max_length is None else max_length
 
-    start = tf.tile(tf.cast(initial_ids, tf.int32)[:, tf.newaxis, tf.newaxis], [1, beams, 1])
+    start = tf.pad(tf.tile(tf.cast(initial_ids, tf.int32)[:, tf.newaxis, tf.newaxis], [1, beams, 1]),
+                   [[0, 0], [0, 0], [0, max_length]], constant_values=PAD_ID)
     # Only the first beam is live at the start, so the identical beams do not fill the pool with copies.
     alive_log_probs = tf.tile(
         tf.constant([[0.0] + [_IMPOSSIBLE] * (beams - 1)], tf.float32), tf.stack([batch, 1])
@@ -118,6 +135,7 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_lengths, vocab
         return tf.gather(values, indices, batch_dims=1)
 
     def body(step, alive_seq, alive_log_probs, finished_seq, finished_scores, done, states):
+        batch = tf.shape(alive_log_probs)[0]  # from the loop's own tensors: known to XLA when it compiles
         flat_seq = tf.reshape(alive_seq, [batch * beams, -1])
         scores, states = symbols_to_logits_fn(flat_seq, step, states)
         log_probs = scores if normalized else next_token_log_probs(scores, vocab_size)
@@ -125,9 +143,9 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_lengths, vocab
         top_log_probs, top_indices = top_k(tf.reshape(candidates, [batch, beams * vocab_size]), num_candidates)
         top_beams = top_indices // vocab_size
         top_tokens = top_indices % vocab_size
-        top_seq = tf.concat([gather_beams(alive_seq, top_beams), top_tokens[:, :, tf.newaxis]], axis=2)
-
         new_length = step + 1
+        top_seq = write_column(gather_beams(alive_seq, top_beams), new_length, top_tokens)
+
         ends_with_eos = tf.equal(top_tokens, eos_id)
         cut = tf.logical_and(new_length >= max_lengths[:, tf.newaxis], tf.logical_not(ends_with_eos))
         ends = tf.logical_or(ends_with_eos, cut)
@@ -145,18 +163,17 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_lengths, vocab
         # come only at a sentence's last step, so before it the pool holds hypotheses that ended with EOS.
         scores_now = top_log_probs / length_penalty(new_length, alpha)
         ending_scores = tf.where(ends if unfinished_compete else ends_with_eos, scores_now, _IMPOSSIBLE)
-        padded_finished = tf.pad(finished_seq, [[0, 0], [0, 0], [0, 1]], constant_values=PAD_ID)
         merged_scores, finished_picks = tf.math.top_k(
             tf.concat([finished_scores, ending_scores], axis=1), k=beams
         )
-        merged_seq = gather_beams(tf.concat([padded_finished, top_seq], axis=1), finished_picks)
+        merged_seq = gather_beams(tf.concat([finished_seq, top_seq], axis=1), finished_picks)
         if not unfinished_compete:
             cut_scores, cut_picks = tf.math.top_k(tf.where(cut, scores_now, _IMPOSSIBLE), k=beams)
             merged_scores, merged_seq = _fill_empty_slots(
                 merged_scores, merged_seq, cut_scores, gather_beams(top_seq, cut_picks), beams
             )
         # A sentence already done keeps its pools as they were.
-        new_finished_seq = tf.where(done[:, tf.newaxis, tf.newaxis], padded_finished, merged_seq)
+        new_finished_seq = tf.where(done[:, tf.newaxis, tf.newaxis], finished_seq, merged_seq)
         new_finished_scores = tf.where(done[:, tf.newaxis], finished_scores, merged_scores)
 
         best_alive_bound = new_alive_log_probs[:, 0] / max_penalty
@@ -180,7 +197,7 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_lengths, vocab
         tf.TensorShape([None]),
         tf.nest.map_structure(lambda x: state_invariant(x.shape), states),
     )
-    _, _, _, finished_seq, finished_scores, _, _ = tf.while_loop(
-        not_all_done, body, loop_vars, shape_invariants=invariants
-    )
-    return finished_seq[:, :, 1:], finished_scores
+    loop = compiled_loop(lambda *loop_vars: tf.while_loop(not_all_done, body, loop_vars,
+                                                          shape_invariants=invariants), jit_compile)
+    steps, _, _, finished_seq, finished_scores, _, _ = loop(*loop_vars)
+    return finished_seq[:, :, 1 : steps + 1], finished_scores

@@ -151,10 +151,10 @@ def length_sorted_batches(lengths, batch_size=None):
     return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
 
 
-def tensorflow_search(model, settings):
+def tensorflow_search(model, settings, jit_compile=False):
     """The batch search (see the module docstring) of the project's beam search over `model` (a Transformer)
-    with `settings`, compiled once per model and settings."""
-    search = compiled_search(model, settings)
+    with `settings`, compiled once per model and settings (with XLA where `jit_compile`)."""
+    search = compiled_search(model, settings, jit_compile=jit_compile)
 
     def run(sources):
         return batch_results(*search(padded_batch(sources)))

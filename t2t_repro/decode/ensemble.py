@@ -56,11 +56,12 @@ class Ensemble:
         """Every model's variables."""
         return [variable for model in self.models for variable in model.variables]
 
-    def scoring_function(self, inputs, beam_size, use_cache=True):
+    def scoring_function(self, inputs, beam_size, max_length=None, use_cache=True):
         """As `Transformer.scoring_function`, but the function returns the ensemble's log-probabilities
         (normalized, PAD removed: search them with `beam_search(..., normalized=True)`). Its state is the list
         of the models' states, each model's self-attention cache in its own shapes."""
-        functions, states = zip(*(model.scoring_function(inputs, beam_size, use_cache) for model in self.models))
+        functions, states = zip(*(model.scoring_function(inputs, beam_size, max_length, use_cache)
+                                  for model in self.models))
 
         def symbols_to_log_probs(ids, step, states):
             log_probs, new_states = [], []

@@ -32,7 +32,7 @@ import hashlib
 import numpy as np
 import tensorflow as tf
 
-from t2t_repro.decode.beam_search import state_invariant
+from t2t_repro.decode.beam_search import state_invariant, write_column
 from t2t_repro.decode.compiled import compiled_for_model
 from t2t_repro.decode.decode_text import batch_results, padded_batch
 from t2t_repro.decode.log_probs import next_token_log_probs
@@ -96,8 +96,8 @@ def sample(model, inputs, settings, sampling, seeds):
     batch = tf.shape(inputs)[0]
     # Row s * samples + k is sample k of sentence s, as the model's scoring function lays out beams.
     max_lengths = tf.repeat(max_output_lengths(model, inputs, settings.extra_length), samples)
-    symbols_to_logits_fn, cache = model.scoring_function(inputs, samples)
     longest = tf.reduce_max(max_lengths)
+    symbols_to_logits_fn, cache = model.scoring_function(inputs, samples)
     uniforms = tf.map_fn(lambda seed: tf.random.stateless_uniform([longest], seed), tf.reshape(seeds, [-1, 2]),
                          fn_output_signature=tf.float32)
     draw = _drawing_function(sampling, vocab_size)
@@ -108,16 +108,17 @@ def sample(model, inputs, settings, sampling, seeds):
         tokens = tf.where(done, PAD_ID, draw(log_probs, next_log_probs, uniforms[:, step]))
         log_probs += tf.where(done, 0.0, tf.gather(next_log_probs, tokens, batch_dims=1))
         done = done | tf.equal(tokens, EOS_ID) | (step + 1 >= max_lengths)
-        return step + 1, tf.concat([ids, tokens[:, tf.newaxis]], axis=1), log_probs, done, cache
+        return step + 1, write_column(ids, step + 1, tokens), log_probs, done, cache
 
     rows = batch * samples
-    loop_vars = (tf.constant(0), tf.fill([rows, 1], PAD_ID), tf.zeros([rows]), tf.zeros([rows], tf.bool), cache)
+    loop_vars = (tf.constant(0), tf.fill([rows, longest + 1], PAD_ID), tf.zeros([rows]), tf.zeros([rows], tf.bool),
+                 cache)
     invariants = (tf.TensorShape([]), tf.TensorShape([None, None]), tf.TensorShape([None]),
                   tf.TensorShape([None]), tf.nest.map_structure(lambda x: state_invariant(x.shape), cache))
-    _, ids, log_probs, _, _ = tf.while_loop(lambda step, ids, log_probs, done, cache: tf.logical_not(
+    steps, ids, log_probs, _, _ = tf.while_loop(lambda step, ids, log_probs, done, cache: tf.logical_not(
         tf.reduce_all(done)), body, loop_vars, shape_invariants=invariants)
     log_probs, order = tf.math.top_k(tf.reshape(log_probs, [batch, samples]), k=samples)
-    ids = tf.gather(tf.reshape(ids[:, 1:], [batch, samples, -1]), order, batch_dims=1)
+    ids = tf.gather(tf.reshape(ids[:, 1 : steps + 1], [batch, samples, -1]), order, batch_dims=1)
     return ids, log_probs
 
 

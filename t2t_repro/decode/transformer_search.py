@@ -33,7 +33,17 @@ def max_output_lengths(model, inputs, extra_length):
     return max_lengths
 
 
-def search(model, inputs, settings, use_cache=True, eos_id=EOS_ID):
+def longest_output(model, inputs, extra_length):
+    """int32 scalar at least every `max_output_lengths`, known from the inputs' shape alone (as XLA needs it):
+    the source length + extra_length, at least 1, at most the positions a model with learned positions can
+    read. The length of the search's buffers and self-attention caches."""
+    longest = tf.maximum(tf.shape(inputs)[1] + extra_length, 1)
+    if model.max_target_length is not None:
+        longest = tf.minimum(longest, model.max_target_length)
+    return longest
+
+
+def search(model, inputs, settings, use_cache=True, eos_id=EOS_ID, jit_compile=False):
     """Beam search as TensorFlow ops, for use inside a `tf.function` (e.g. an exported serving function).
 
     Args:
@@ -43,6 +53,12 @@ def search(model, inputs, settings, use_cache=True, eos_id=EOS_ID):
             unfinished_compete.
         use_cache: False recomputes the decoder over the whole prefix at every step (slow; for checking).
         eos_id: the id that ends a hypothesis; one outside the vocabulary (e.g. -1) disables EOS (benchmarks).
+        jit_compile: compile the search loop with XLA, with a self-attention cache preallocated to the longest
+            output and every step in the same shapes. Its softmax over the masked positions rounds otherwise in
+            the last bits: scores may differ by float rounding from the default's (the uncached decoder's), and
+            near-tied hypotheses may swap. Without it the cache grows by a position a step, which on a CPU
+            measured faster: without XLA nothing is written in place, and a preallocated cache would be copied
+            whole at every step.
 
     Returns:
         ids: int32 [batch, nbest, length], best first; positions after a hypothesis' end are PAD (0).
@@ -50,7 +66,9 @@ def search(model, inputs, settings, use_cache=True, eos_id=EOS_ID):
     """
     inputs = tf.convert_to_tensor(inputs, tf.int32)
     max_lengths = max_output_lengths(model, inputs, settings.extra_length)
-    symbols_to_logits_fn, state = model.scoring_function(inputs, settings.beam_size, use_cache)
+    longest = longest_output(model, inputs, settings.extra_length)
+    symbols_to_logits_fn, state = model.scoring_function(inputs, settings.beam_size,
+                                                         longest if jit_compile else None, use_cache)
     ids, scores = beam_search(
         symbols_to_logits_fn,
         tf.fill(tf.shape(inputs)[:1], tf.constant(PAD_ID, tf.int32)),
@@ -62,18 +80,22 @@ def search(model, inputs, settings, use_cache=True, eos_id=EOS_ID):
         eos_id=eos_id,
         unfinished_compete=settings.unfinished_compete,
         normalized=isinstance(model, Ensemble),  # its function returns the mean's log-probabilities
+        max_length=longest,
+        jit_compile=jit_compile,
     )
     return ids[:, : settings.nbest], scores[:, : settings.nbest]
 
 
-def compiled_search(model, settings, use_cache=True, eos_id=EOS_ID):
+def compiled_search(model, settings, use_cache=True, eos_id=EOS_ID, jit_compile=False):
     """A `tf.function` inputs [batch, length] -> (ids, scores) of `search` with these settings (cached)."""
     # Truncating sources is not searching: settings that differ only there share one function.
-    key = ("beam", dataclasses.replace(settings, max_input_length=None), use_cache, eos_id)
-    return compiled_for_model(model, key, lambda model, inputs: search(model, inputs, settings, use_cache, eos_id),
-                              [tf.TensorSpec([None, None], tf.int32)])
+    key = ("beam", dataclasses.replace(settings, max_input_length=None), use_cache, eos_id, jit_compile)
+    return compiled_for_model(
+        model, key, lambda model, inputs: search(model, inputs, settings, use_cache, eos_id, jit_compile),
+        [tf.TensorSpec([None, None], tf.int32)],
+    )
 
 
-def beam_decode(model, inputs, settings, use_cache=True, eos_id=EOS_ID):
+def beam_decode(model, inputs, settings, use_cache=True, eos_id=EOS_ID, jit_compile=False):
     """Runs `search` compiled (see `search` for the arguments); returns (ids, scores) tensors."""
-    return compiled_search(model, settings, use_cache, eos_id)(tf.convert_to_tensor(inputs, tf.int32))
+    return compiled_search(model, settings, use_cache, eos_id, jit_compile)(tf.convert_to_tensor(inputs, tf.int32))

@@ -68,6 +68,28 @@ def _unfold_rows(x, rows_per_memory, length):
     return tf.reshape(tf.transpose(grouped, [0, 2, 3, 1, 4]), [-1, length, shape[1], shape[3]])
 
 
+def empty_cache(rows, num_heads, d_k, d_v, length, dtype):
+    """A self-attention cache for incremental decoding: {"k": [rows, h, length, d_k], "v": [rows, h, length,
+    d_v]} zeros. Length 0: it grows by one position a call; length n: preallocated to the n positions the
+    decoder will read at most, written in place (`write_positions`) with fixed shapes."""
+    return {"k": tf.zeros([rows, num_heads, length, d_k], dtype), "v": tf.zeros([rows, num_heads, length, d_v], dtype)}
+
+
+def write_positions(cache, values, index):
+    """`cache` [batch, h, length, d] with `values` [batch, h, 1, d] written at position `index`: one scatter of
+    a [batch, h] grid of d-vectors, the same shapes at every step, in place where XLA compiles it."""
+    shape = tf.shape(cache)
+    rows, heads = tf.meshgrid(tf.range(shape[0]), tf.range(shape[1]), indexing="ij")
+    indices = tf.stack([rows, heads, tf.fill(tf.shape(rows), index)], axis=-1)
+    return tf.tensor_scatter_nd_update(cache, indices, values[:, :, 0])
+
+
+def unwritten_bias(index, length):
+    """Attention bias [length] that masks the positions of a preallocated cache from `index` on (not written
+    yet): their weights underflow to exactly 0."""
+    return tf.where(tf.range(length) < index, 0.0, MASK_VALUE)
+
+
 def call_outputs(output, cache=None, attention_scores=None):
     """A layer's call result: `output` alone, or a tuple of it and, in this order, the new cache and the
     attention scores, each where not None."""
@@ -99,8 +121,15 @@ class MultiHeadAttention(keras.layers.Layer):
             and values `memory_kv(memory)`, computed once per sentence for incremental decoding; then the query
             may hold g rows per sentence (its beams, consecutive), and the bias is per sentence.
         bias: additive attention bias broadcastable to [batch, h, query_length, key_length].
-        cache: self-attention only, for incremental decoding: {"k", "v"} of the earlier positions,
-            [batch, h, t, d]; the new positions' keys and values are appended.
+        cache: self-attention only, for incremental decoding (`empty_cache`): {"k", "v"} [batch, h, t, d] of the
+            earlier positions, to which the new positions' keys and values are appended; or, with
+            `cache_index`, preallocated to the most positions [batch, h, max_length, d], of which the first
+            `cache_index` hold the earlier positions: the new one (decoding feeds one position at a time) is
+            written after them, and `bias` must mask the positions not written yet (`unwritten_bias`). The
+            second has the same shapes at every step (XLA compiles it, writing in place); the first has the
+            numbers of the decoder without a cache, and without XLA it is the faster (no in-place writes: a
+            preallocated cache is copied whole at every write).
+        cache_index: int32 scalar, the positions of a preallocated cache already written.
         training: enables dropout.
         return_attention_scores: also return the attention weights [batch, h, query_length, key_length]
             (before dropout), e.g. for the paper's Figures 3-5.
@@ -161,12 +190,15 @@ class MultiHeadAttention(keras.layers.Layer):
         them, the layer takes g consecutive query rows to each memory row (the beams of a sentence)."""
         return self._keys_values(memory)
 
-    def call(self, query, memory=None, bias=None, cache=None, training=None, return_attention_scores=False):
+    def call(self, query, memory=None, bias=None, cache=None, cache_index=None, training=None,
+             return_attention_scores=False):
         if self.self_attention:
             q, k, v = self._split_parts(self.qkv_dense(query), [self.d_k, self.d_k, self.d_v])
             kv = {"k": k, "v": v}
-            if cache is not None:
+            if cache is not None and cache_index is None:
                 kv = {name: tf.concat([cache[name], kv[name]], axis=2) for name in ("k", "v")}
+            elif cache is not None:
+                kv = {name: write_positions(cache[name], kv[name], cache_index) for name in ("k", "v")}
         else:
             q = self._split_heads(self.q_dense(query), self.d_k)
             kv = memory if isinstance(memory, dict) else self._keys_values(memory)

@@ -60,6 +60,12 @@ class TokenEmbedding(keras.layers.Layer):
         return config
 
 
+def position_range(length, start):
+    """int32 positions [start, start + length): a range of the length alone shifted by start, so that XLA compiles
+    it where start changes from step to step (a decoding loop)."""
+    return start + tf.range(length)
+
+
 def sinusoid_position_encoding(length, d_model, start=0):
     """PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(same) for pos in [start, start+length).
 
@@ -67,7 +73,7 @@ def sinusoid_position_encoding(length, d_model, start=0):
     Returns a float32 tensor [length, d_model]; `length` and `start` may be tensors. Made in float32 also for
     a mixed-precision model (which adds it in its compute dtype): positions past 256 are not exact in bfloat16.
     """
-    positions = tf.cast(tf.range(start, start + length), tf.float32)[:, tf.newaxis]
+    positions = tf.cast(position_range(length, start), tf.float32)[:, tf.newaxis]
     pair_index = np.arange(d_model) // 2  # i for dimensions 2i and 2i+1
     inverse_frequency = tf.constant(1.0 / np.power(10000.0, 2.0 * pair_index / d_model), tf.float32)
     angles = positions * inverse_frequency[tf.newaxis, :]
@@ -110,7 +116,7 @@ class PositionEncoding(keras.layers.Layer):
         if self.kind == "sinusoid":
             positions = sinusoid_position_encoding(length, self.d_model, start)
         else:
-            positions = tf.gather(self.position_embeddings, tf.range(start, start + length))
+            positions = tf.gather(self.position_embeddings, position_range(length, start))
         return x + tf.cast(positions, x.dtype)[tf.newaxis]
 
     def get_config(self):

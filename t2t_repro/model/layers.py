@@ -137,7 +137,9 @@ class DecoderLayer(_TransformerLayer):
             x's consecutive rows of the sentence's beams; memory_bias then also per sentence).
         self_bias: causal bias over the targets (None when decoding one position with a cache).
         memory_bias: padding bias of the source.
-        cache: the self-attention {"k", "v"} of the earlier positions, for incremental decoding.
+        cache: the self-attention {"k", "v"} of the earlier positions, for incremental decoding, growing or
+            preallocated (see `MultiHeadAttention`).
+        cache_index: with a preallocated cache, the positions already written (self_bias: `unwritten_bias`).
         training: enables dropout.
         return_attention_scores: also return {"self": weights, "cross": weights}.
 
@@ -153,11 +155,13 @@ class DecoderLayer(_TransformerLayer):
         self.feed_forward_connection = self._connection("feed_forward_connection")
 
     def call(
-        self, x, memory=None, self_bias=None, memory_bias=None, cache=None, training=None, return_attention_scores=False
+        self, x, memory=None, self_bias=None, memory_bias=None, cache=None, cache_index=None, training=None,
+        return_attention_scores=False,
     ):
         side = {}
         x = self._attend(
-            self.self_attention_connection, self.self_attention, x, side, "self", training, bias=self_bias, cache=cache
+            self.self_attention_connection, self.self_attention, x, side, "self", training, bias=self_bias, cache=cache,
+            cache_index=cache_index,
         )
         x = self._attend(
             self.cross_attention_connection, self.cross_attention, x, side, "cross", training, memory=memory,

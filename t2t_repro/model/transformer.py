@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from t2t_repro.model.attention import causal_bias, padding_bias
+from t2t_repro.model.attention import causal_bias, empty_cache, padding_bias, unwritten_bias
 from t2t_repro.model.config import HParamsConfig
 from t2t_repro.model.dropout import Dropout
 from t2t_repro.model.embedding import PositionEncoding, TokenEmbedding
@@ -163,19 +163,25 @@ class Transformer(HParamsConfig, keras.Model):
         """The most target positions the decoder can read: max_position with learned positions, else None."""
         return self.hparams.max_position if self.hparams.position_encoding == "learned" else None
 
-    def scoring_function(self, inputs, beam_size, use_cache=True):
+    def scoring_function(self, inputs, beam_size, max_length=None, use_cache=True):
         """Encodes a batch for beam search (section 6.1); returns (symbols_to_logits_fn, initial_state).
 
-        `symbols_to_logits_fn(ids, step, state)` takes the decoder inputs so far, ids [batch * beam_size,
-        step + 1] starting with PAD_ID, where row s * beam_size + b is beam b of sentence s, and returns the
-        logits of the next token [batch * beam_size, vocab_size] and the new state. The encoder output, its
-        per-layer keys and values and its padding bias are the same for every beam of a sentence: the function
-        holds them once per sentence (the cross-attention reads them for all of its beams in one product), so
-        that the state the search reorders along the beams is the self-attention cache alone.
+        `symbols_to_logits_fn(ids, step, state)` takes the decoder inputs, ids [batch * beam_size, at least
+        step + 1] starting with PAD_ID, of which the first step + 1 are the hypotheses so far (row s * beam_size + b
+        is beam b of sentence s), and returns the logits of the next token [batch * beam_size, vocab_size] and the
+        new state. The encoder output, its per-layer keys and values and its padding bias are the same for every
+        beam of a sentence: the function holds them once per sentence (the cross-attention reads them for all of
+        its beams in one product), so that the state the search reorders along the beams is the self-attention
+        cache alone: per layer {"k", "v"} [batch * beam_size, h, positions, d].
 
         Args:
             inputs: int32 [batch, source_length] source ids, 0-padded.
             beam_size: hypotheses per sentence.
+            max_length: None: the cache grows by one position a step, and the logits are the uncached decoder's
+                to the bit. An int32 scalar: the cache is preallocated to this many positions (the most the
+                search will read) and written in place, the positions not written yet masked, so that every step
+                has the same shapes (for XLA; the softmax over the masked positions rounds otherwise in the last
+                bits).
             use_cache: False recomputes the decoder over the whole prefix at every step, with no state (slow;
                 gives the same logits, for checking the cache).
         """
@@ -183,22 +189,23 @@ class Transformer(HParamsConfig, keras.Model):
         if not use_cache:
             memory = tf.repeat(memory, beam_size, axis=0)
             memory_bias = tf.repeat(memory_bias, beam_size, axis=0)
-            return (lambda ids, step, state: (self.decode(ids, memory, memory_bias)[:, -1], state)), {}
+            return (lambda ids, step, state: (self.decode(ids[:, : step + 1], memory, memory_bias)[:, -1], state)), {}
         memory_kv = [layer.cross_attention.memory_kv(memory) for layer in self.decoder_layers]
+        fixed_shapes = max_length is not None
 
         def next_position_logits(ids, step, caches):
-            x = self.target_positions(self.target_embedding(ids[:, -1:]), start=step)
+            x = self.target_positions(self.target_embedding(ids[:, step : step + 1]), start=step)
+            self_bias = unwritten_bias(step + 1, tf.shape(caches[0]["k"])[2]) if fixed_shapes else None
             new_caches = []
             for layer, layer_memory, cache in zip(self.decoder_layers, memory_kv, caches):
-                x, cache = layer(x, memory=layer_memory, memory_bias=memory_bias, cache=cache)
+                x, cache = layer(x, memory=layer_memory, self_bias=self_bias, memory_bias=memory_bias, cache=cache,
+                                 cache_index=step if fixed_shapes else None)
                 new_caches.append(cache)
             return self.logits(self._final_norm(x, "decoder_norm"))[:, 0], new_caches
 
-        rows, h = tf.shape(memory)[0] * beam_size, self.hparams
-        empty = {
-            "k": tf.zeros([rows, h.num_heads, 0, h.d_k], memory.dtype),
-            "v": tf.zeros([rows, h.num_heads, 0, h.d_v], memory.dtype),
-        }
+        h = self.hparams
+        empty = empty_cache(tf.shape(memory)[0] * beam_size, h.num_heads, h.d_k, h.d_v,
+                            max_length if fixed_shapes else 0, memory.dtype)
         return next_position_logits, [empty] * len(self.decoder_layers)
 
     def get_config(self):

@@ -30,10 +30,12 @@ a peer, the peer's MFU against the same peak.
 The TensorFlow search computes in --precision (default the hparams'; e.g. mixed_bfloat16, as
 t2t-repro-decoder --serving_precision=mixed_bfloat16 does, with its weights cast to bfloat16 once). --peer
 float32 times the same weights decoding in float32 in turns with it: the speed-up of decoding in mixed
-precision.
+precision. --peer xla times the same search with its loop compiled by XLA (t2t-repro-decoder --jit_compile,
+with the preallocated self-attention cache) in turns with it: the ratio is the default search against XLA's.
 
     python tools/benchmark.py --suite decode [--hparams transformer_base] [--peer keras_hub] [--json]
     python tools/benchmark.py --suite decode --precision mixed_bfloat16 --peer float32 --json
+    python tools/benchmark.py --suite decode --peer xla --json
     python tools/benchmark.py --suite decode --engine ctranslate2 --quantization int8 --peer tensorflow --json
 """
 
@@ -72,7 +74,7 @@ from t2t_repro.hparams_type import PRECISIONS
 from t2t_repro.model import build_transformer, half_precision_weights
 from t2t_repro.special_tokens import PAD_ID
 
-PEERS = ("keras_hub", "tensorflow", "float32")
+PEERS = ("keras_hub", "tensorflow", "float32", "xla")
 ENGINES = ("tensorflow", "ctranslate2")
 DEFAULT_WARMUP = 0  # beyond the first call, which traces, runs once and checks the output length
 DEFAULT_REPEATS = 5
@@ -185,6 +187,14 @@ def _float32_call(model, hparams, vocab_size, inputs, settings):
     return lambda: search(inputs)
 
 
+def _xla_call(model, inputs, settings):
+    """A call of the cached search over `model` with its loop compiled by XLA (the --peer xla)."""
+    search = compiled_search(model, settings, use_cache=True, eos_id=NO_EOS, jit_compile=True)
+    progress("decode: tracing and compiling the XLA search")
+    search(inputs)
+    return lambda: search(inputs)
+
+
 def run(args):
     check_peer(args, PEERS)
     for name in ("beam_size", "decode_batch", "output_length", "uncached_repeats"):
@@ -238,6 +248,8 @@ def run(args):
         calls[label] = lambda search=search: search(inputs)
     if args.peer == "float32":
         calls["float32"] = _float32_call(model, hparams, vocab_size, inputs, settings)
+    if args.peer == "xla":
+        calls["xla"] = _xla_call(served, inputs, settings)
     if args.engine == "ctranslate2":
         return run_ctranslate2(args, model, inputs.numpy(), calls["cached"], config, warmup, repeats)
     if args.peer == "keras_hub" and importlib.util.find_spec("keras_hub") is None:
@@ -262,10 +274,11 @@ def run(args):
     peer = {}
     peer_modes = {name: value for name, value in seconds.items() if name.startswith("keras_hub_")}
     peer_label = None
-    if "float32" in seconds:
-        peer_label = "float32"
-        peer = {"peer": "float32", "peer_value": tokens / seconds["float32"]}
-        config.update(peer_batch_ms=seconds["float32"] * 1e3)
+    for name in ("float32", "xla"):
+        if name in seconds:
+            peer_label = name
+            peer = {"peer": name, "peer_value": tokens / seconds[name]}
+            config.update(peer_batch_ms=seconds[name] * 1e3)
     if peer_modes:
         fastest = min(peer_modes, key=peer_modes.get)
         peer_label = fastest
