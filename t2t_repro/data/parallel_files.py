@@ -30,6 +30,7 @@ _BOM = b"\xef\xbb\xbf"
 def _binary(path):
     """The file's bytes: decompressed when its name ends in `.gz`, where a file that is not gzip data, or is
     cut short, is a UserError naming it (on opening or on any read inside the block)."""
+    path = os.fspath(path)
     if not path.endswith(GZIP_SUFFIX):
         with open(path, "rb") as source:
             yield source
@@ -44,7 +45,7 @@ def _binary(path):
 
 def is_empty(path):
     """True when the file holds no text (a .gz file: no bytes once decompressed)."""
-    if not path.endswith(GZIP_SUFFIX):
+    if not os.fspath(path).endswith(GZIP_SUFFIX):
         return os.path.getsize(path) == 0
     with _binary(path) as source:
         return not source.read(1)
