@@ -4,6 +4,7 @@ import dataclasses
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from t2t_repro.hparams_type import HParams
@@ -74,7 +75,9 @@ def test_two_devices_equal_one_device_under_mixed_bfloat16():
     one = _run(tf.distribute.OneDeviceStrategy("/cpu:0"), [WHOLE], 1, hparams)
     two = _run(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]), [HALF_A, HALF_B], 1, hparams)
     assert one[1] == two[1]
-    assert abs(one[0] - two[0]) < 1e-5
+    # The loss within bf16's precision: on a CPU without native bf16 (a 2-core AVX2-only AMD EPYC), oneDNN's bf16
+    # matmuls round the two batch shapes' logits differently, 5.5e-4 apart relative (native-bf16 CPUs: 1e-5).
+    assert two[0] == pytest.approx(one[0], rel=1e-3)
     for a, b in zip(one[2], two[2]):
         np.testing.assert_allclose(a, b, atol=4e-3)  # gradients rounded to bf16 (8 bits) in other orders
 
