@@ -66,21 +66,21 @@ def train_run(config, options, datagen=DatagenOptions()):
     info = RunInfo(config.problem, config.hparams, config.hparams_overrides, os.path.abspath(data_dir),
                    tuple(config.command_line), trainer.environment(), problem_overrides=config.problem_overrides,
                    problem_settings=problem.settings_dict(), t2t_usr_dir=usr_dir, usr_names=usr_names)
-    recorded_vocabulary = None
+    recorded = None  # a restart's RunInfo: its checkpoints were trained on the vocabulary it records
     if trainer.chief:
         # Before data generation, which may take hours.
         layout.check_restart(hparams, info, config.allow_precision_change)
         if os.path.exists(layout.info_file):
-            recorded_vocabulary = layout.load_info().vocabulary_sha256
+            recorded = layout.load_info()
     problem.check_existing_data(data_dir, config.manual_dir)
     prepare_data(problem, data_dir, config.tmp_dir, config.manual_dir, datagen, chief=trainer.chief,
-                 vocabulary_sha256=recorded_vocabulary)
+                 vocabulary_sha256=recorded.vocabulary_sha256 if recorded else None)
     problem.check_max_length(data_dir, hparams.max_length)
     evaluator = best = None
     if trainer.chief:
         vocabulary = problem.vocabulary(data_dir)
-        if os.path.exists(layout.info_file):  # a restart: its checkpoints were trained on the recorded vocabulary
-            check_vocabulary(layout.load_info(), vocabulary, data_dir)
+        if recorded:
+            check_vocabulary(recorded, vocabulary, data_dir)
         info = dataclasses.replace(info, vocabulary_sha256=vocabulary_sha256(vocabulary))
         layout.record(hparams, info, config.allow_precision_change)
         evaluator = DevEvaluator(
