@@ -46,6 +46,9 @@ class SubwordTranslationSettings:
     vocab_model_type: str = setting("bpe", "bpe (the paper's EN-DE) or unigram (word pieces, the paper's EN-FR)",
                                     choices=("bpe", "unigram"))
     vocab_sample_sentences: int = setting(2_000_000, _SAMPLE_HELP)
+    vocab_from: str = setting("", "a run's --output_dir whose vocabulary encodes the data instead of one learned "
+                                  "from it (vocab_size, vocab_model_type and vocab_sample_sentences are then "
+                                  "unused): data to fine-tune that run on (--warm_start_from)")
     bleu_tokenizer: str = setting("", "sacreBLEU tokenizer of the detokenized BLEU (empty: the one that suits the "
                                       "target language: zh, ja-mecab, ko-mecab, else 13a)")
     what: typing.ClassVar[str] = "problem setting"  # names the settings in messages
@@ -99,6 +102,7 @@ class SubwordTranslation(TranslationProblem):
     vocab_size = property(lambda self: self.settings.vocab_size)
     vocab_model_type = property(lambda self: self.settings.vocab_model_type)
     vocab_sample_sentences = property(lambda self: self.settings.vocab_sample_sentences)
+    vocab_from = property(lambda self: self.settings.vocab_from or None)
 
     def data_settings(self):
         """All settings but the BLEU tokenizer, which changes the scoring and not the data."""

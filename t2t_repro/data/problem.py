@@ -53,14 +53,17 @@ class Problem(abc.ABC):
         return self.settings_dict()
 
     @abc.abstractmethod
-    def generate_data(self, data_dir, tmp_dir=None, manual_dir=None, workers=None, vocabulary_sha256=None):
+    def generate_data(self, data_dir, tmp_dir=None, manual_dir=None, workers=None, vocabulary_sha256=None,
+                      vocabulary_from=None):
         """Writes the vocabulary, TFRecord shards and metadata JSON under `data_dir/<name>`; returns a summary.
 
         `manual_dir` holds data the user supplies (parallel text files, Penn Treebank .mrg files); `workers`
         is the number of processes that encode and write (None: one per CPU core), which never changes the data.
         Idempotent: complete data is reused, an incomplete earlier run is detected and redone.
         `vocabulary_sha256` (a restart's): the vocabulary the data must have; when the one trained now differs,
-        a UserError before anything is published, so the data already there stays as it was."""
+        a UserError before anything is published, so the data already there stays as it was.
+        `vocabulary_from`: a `Vocabulary` (the run named by the problem's vocab_from) to encode with instead
+        of training one."""
 
     @abc.abstractmethod
     def data_ready(self, data_dir):

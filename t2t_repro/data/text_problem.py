@@ -87,6 +87,9 @@ class TextPairProblem(Problem):
     vocab_size = 8000
     vocab_model_type = "bpe"  # a SentencePiece model type: bpe, unigram, char, word
     vocab_sample_sentences = 2_000_000  # sentences (source and target counted separately) to train it on
+    # A run directory whose vocabulary encodes the data instead of one trained on it (fine-tuning data that
+    # shares a trained model's pieces); the run layer reads it and hands it to generate_data.
+    vocab_from = None
     max_tokens_per_side = 1024  # generous: far above any hparams max_length, it only drops broken pairs
     train_shards = 16
     encode_chunk_pairs = 8192  # pairs a datagen worker encodes and writes at a time (a block), bounding memory
@@ -207,7 +210,7 @@ class TextPairProblem(Problem):
 
     # Generation.
 
-    def generate_data(self, data_dir, tmp_dir=None, manual_dir=None, workers=None, vocabulary_sha256=None):
+    def generate_data(self, data_dir, tmp_dir=None, manual_dir=None, workers=None, **vocabulary):
         start = time.perf_counter()
         final_dir = self.problem_dir(data_dir)
         version = self.data_version()
@@ -221,27 +224,31 @@ class TextPairProblem(Problem):
         except OSError as error:
             raise UserError(f"cannot write to data_dir {data_dir}: {error.strerror}") from None
         try:
-            metadata = self._generate(work_dir, version, tmp_dir, manual_dir, start, workers, vocabulary_sha256)
+            metadata = self._generate(work_dir, version, tmp_dir, manual_dir, start, workers, **vocabulary)
             records.publish(work_dir, final_dir, data_version=version)
         finally:
             safe_write.remove(work_dir)  # gone after a failure too; published, it is no longer there
         return self._summary(metadata, final_dir, False, metadata["seconds"])
 
-    def _generate(self, work_dir, version, tmp_dir, manual_dir, start, workers, vocabulary_sha256=None):
+    def _generate(self, work_dir, version, tmp_dir, manual_dir, start, workers, vocabulary_sha256=None,
+                  vocabulary_from=None):
         """Writes the vocabulary, every split and the metadata into `work_dir`; returns the metadata."""
-        sample, train_pairs = self._vocabulary_sample(tmp_dir, manual_dir)
-        print(f"{self.name}: training a {self.vocab_size:,}-piece {self.vocab_model_type} vocabulary on "
-              f"{len(sample):,} sentences", file=sys.stderr, flush=True)
-        vocabulary = train_vocabulary(
-            sample,
-            os.path.join(work_dir, VOCAB_PREFIX),
-            self.vocab_size,
-            self.vocab_model_type,
-            self.vocab_user_symbols(),
-        )
-        del sample
-        _return_freed_memory()  # the peak so far, before the workers add theirs
-        self._check_vocabulary_size(vocabulary.vocab_size)
+        model_path = os.path.join(work_dir, VOCAB_PREFIX + MODEL_SUFFIX)
+        if vocabulary_from is None:
+            sample, train_pairs = self._vocabulary_sample(tmp_dir, manual_dir)
+            print(f"{self.name}: training a {self.vocab_size:,}-piece {self.vocab_model_type} vocabulary on "
+                  f"{len(sample):,} sentences", file=sys.stderr, flush=True)
+            vocabulary = train_vocabulary(sample, model_path[: -len(MODEL_SUFFIX)], self.vocab_size,
+                                          self.vocab_model_type, self.vocab_user_symbols())
+            del sample
+            _return_freed_memory()  # the peak so far, before the workers add theirs
+            self._check_vocabulary_size(vocabulary.vocab_size)
+        else:
+            print(f"{self.name}: encoding with the {vocabulary_from.vocab_size:,}-piece vocabulary of "
+                  f"{self.vocab_from}", file=sys.stderr, flush=True)
+            safe_write.write_file(model_path, vocabulary_from.serialized_model)
+            vocabulary = Vocabulary(model_path)
+            train_pairs = None
         trained_sha256 = records.file_sha256(vocabulary.model_path)
         if vocabulary_sha256 and trained_sha256 != vocabulary_sha256:
             raise UserError(f"problem {self.name} now trains another vocabulary (sha256 {trained_sha256[:12]}...) "
@@ -270,6 +277,7 @@ class TextPairProblem(Problem):
                 "vocab_ordinary_pieces": ordinary_pieces,
                 "vocab_file": VOCAB_PREFIX + MODEL_SUFFIX,
                 "vocab_sha256": trained_sha256,
+                "vocab_from": os.path.abspath(self.vocab_from) if vocabulary_from is not None else None,
                 "max_tokens_per_side": self.max_tokens_per_side,
                 "splits": splits,
                 "seconds": round(seconds, 3),

@@ -45,14 +45,14 @@ def inventory(layout):
     return ", ".join(names) if names else "none"
 
 
-def _named(layout, name):
+def _named(layout, name, flag="--checkpoint"):
     """The prefix of --checkpoint=averaged or best; a UserError naming what exists when there is none."""
     directory = layout.averaged_dir if name == "averaged" else layout.best_dir
     prefix = latest_checkpoint(directory)
     if prefix is None:
         how = ("t2t-repro-avg-checkpoints makes one" if name == "averaged"
                else "a run keeps one when it evaluates on dev, every --eval_steps")
-        raise UserError(f"--checkpoint={name}: {directory} holds no checkpoint ({how}); this run has: "
+        raise UserError(f"{flag}={name}: {directory} holds no checkpoint ({how}); this run has: "
                         f"{inventory(layout)}")
     return prefix
 
@@ -116,20 +116,33 @@ def _restore_latest(layout, model):
     return prefix
 
 
+def find_checkpoint(layout, checkpoint=None, flag="--checkpoint"):
+    """The prefix of the run's checkpoint that `checkpoint` names, without restoring it: as `restore_checkpoint`
+    chooses, except that latest is the newest complete training checkpoint (a damaged one fails when it is
+    restored, naming the damaged file). `flag` names the flag in messages."""
+    if checkpoint == "latest":
+        prefix = latest_checkpoint(layout.checkpoint_dir)
+        if prefix is None:
+            raise UserError(f"{flag}=latest: no training checkpoint in {layout.checkpoint_dir}")
+        return prefix
+    if checkpoint in NAMES:
+        return _named(layout, checkpoint, flag)
+    if checkpoint:
+        return _given(layout, checkpoint)
+    prefix = layout.latest_checkpoint()
+    if not prefix:
+        raise UserError(f"no checkpoint in {layout.output_dir}; train first with t2t-repro-trainer")
+    return prefix
+
+
 def restore_checkpoint(layout, model, checkpoint=None):
     """Restores into the built `model` the checkpoint of the run in `layout` that `checkpoint` names (see the
     module's docstring; None or "": the default); says on stderr which one, with its step; returns its prefix."""
     if checkpoint == "latest":
         prefix, kind = _restore_latest(layout, model), "latest"
     else:
-        if not checkpoint:
-            prefix, kind = layout.latest_checkpoint(), "the default"
-            if not prefix:
-                raise UserError(f"no checkpoint in {layout.output_dir}; train first with t2t-repro-trainer")
-        elif checkpoint in NAMES:
-            prefix, kind = _named(layout, checkpoint), checkpoint
-        else:
-            prefix, kind = _given(layout, checkpoint), "as given"
+        prefix = find_checkpoint(layout, checkpoint)
+        kind = checkpoint if checkpoint in NAMES else "as given" if checkpoint else "the default"
         restore_model(model, prefix)
     step = prefix_step(prefix)
     print(f"using checkpoint {prefix} (step {'unknown' if step is None else step}, {kind})", file=sys.stderr,

@@ -39,6 +39,15 @@ class RunConfig:
     data_dir: str | None = setting(None, f"data directory (default: {default_data_dir()})")
     tmp_dir: str | None = setting(None, "scratch directory for datagen downloads and raw text")
     manual_dir: str | None = setting(None, "user-supplied raw data (parallel text or Penn Treebank files)")
+    warm_start_from: str | None = setting(
+        None, "start from another run's weights: RUN, or RUN:averaged, :latest, :best or :ckpt-N (as the decoder's "
+        "--checkpoint; RUN alone: its default checkpoint); the architecture and vocabulary must be RUN's. Recorded "
+        "in run.json: a restart resumes this run"
+    )
+    reset: str | None = setting(
+        None, "with --warm_start_from: what starts afresh instead of going on from the checkpoint, some of "
+        "optimizer,schedule,step (default: all three, i.e. fine-tuning; empty: nothing, RUN's training goes on)"
+    )
     eval_decode_sentences: int = setting(100, "dev sentences beam-decoded for BLEU/F1 (0: none)", minimum=0)
     skip_average: bool = setting(False, "do not average the last checkpoints at the end")
     skip_test: bool = setting(False, "do not decode and score the test split at the end")

@@ -18,6 +18,8 @@ from t2t_repro import catalog
 from t2t_repro.data.datagen_options import DatagenOptions
 from t2t_repro.data.text_problem import summary_line
 from t2t_repro.errors import UserError
+from t2t_repro.run.layout import RunLayout
+from t2t_repro.run.restore import run_vocabulary
 from t2t_repro.safe_write import removed_if_left_empty
 
 WAIT_POLL_SECONDS = 10.0
@@ -36,6 +38,8 @@ def _generate(problem, data_dir, tmp_dir, manual_dir, options, vocabulary_sha256
     in this process or in a datagen worker) ends in one line, the work directory already removed.
     `vocabulary_sha256`: the vocabulary a restarted run trained with, which the data must keep."""
     extra = {"vocabulary_sha256": vocabulary_sha256} if vocabulary_sha256 else {}
+    if getattr(problem, "vocab_from", None):
+        extra["vocabulary_from"] = _reused_vocabulary(problem)
     try:
         with removed_if_left_empty(data_dir):
             summary = problem.generate_data(data_dir, tmp_dir=tmp_dir, manual_dir=manual_dir,
@@ -46,6 +50,16 @@ def _generate(problem, data_dir, tmp_dir, manual_dir, options, vocabulary_sha256
         raise UserError(f"cannot write the data of {problem.name} to {data_dir}: {error.strerror or error}"
                         f"{_free_space(data_dir)}; nothing was published") from None
     return summary_line(summary)
+
+
+def _reused_vocabulary(problem):
+    """The vocabulary of the run the problem's vocab_from setting names, read and checked as a decoder would;
+    UserError when it names no run."""
+    run = problem.vocab_from
+    if not os.path.isfile(RunLayout(run).info_file):
+        raise UserError(f"problem {problem.name}: vocab_from={run} is not a t2t-repro run (no run.json there); give "
+                        "the --output_dir of the run whose vocabulary the data should share")
+    return run_vocabulary(run)[2]
 
 
 def _is_data_write_failure(error, data_dir):

@@ -46,7 +46,12 @@ class LoadedEnsemble:
 
 def _check_same_task(first_dir, first, other_dir, other):
     """UserError naming `other_dir` when its run (RunInfo `other`) is not of the first run's problem, problem
-    settings and recorded vocabulary."""
+    settings and recorded vocabulary. A run and its children, fine-tuned (--warm_start_from) or trained on data
+    encoded with its vocabulary (the vocab_from setting), may differ in problem when they recorded one
+    vocabulary; the first run's problem decodes and scores."""
+    related = any(info.warm_start or info.problem_settings.get("vocab_from") for info in (first, other))
+    if related and first.vocabulary_sha256 and first.vocabulary_sha256 == other.vocabulary_sha256:
+        return
     if other.problem != first.problem:
         raise UserError(f"--ensemble: {other_dir} is a run of problem {other.problem!r}, not {first.problem!r} as "
                         f"{first_dir}; an ensemble's runs must share their problem")

@@ -49,6 +49,9 @@ class RunInfo:
     # The user directory of problems and hparams sets (absolute path; "": none) and the names it registered.
     t2t_usr_dir: str = ""
     usr_names: dict = dataclasses.field(default_factory=dict)
+    # Where the run's weights started ({}: random): the run and checkpoint, its step, what was reset, whether
+    # the input went on, the vocabulary's sha256 (`t2t_repro.run.warm_start`).
+    warm_start: dict = dataclasses.field(default_factory=dict)
 
 
 def vocabulary_sha256(vocabulary):
@@ -134,13 +137,14 @@ class RunLayout:
         wrong = [name for name in required if not isinstance(values[name], str)]
         if not isinstance(command_line, list) or not all(isinstance(arg, str) for arg in command_line):
             wrong.append("command_line")
-        wrong += [name for name in ("environment", "problem_settings", "usr_names")
+        wrong += [name for name in ("environment", "problem_settings", "usr_names", "warm_start")
                   if not isinstance(values.get(name, {}), dict)]
         wrong += [name for name in ("vocabulary_sha256", "problem_overrides", "t2t_usr_dir")
                   if not isinstance(values.get(name, ""), str)]
         if wrong:
             raise UserError(f"{self.info_file} is not a t2t-repro run description: {', '.join(wrong)} must be "
-                            "text (command_line: a list of text; environment, problem_settings, usr_names: objects)")
+                            "text (command_line: a list of text; environment, problem_settings, usr_names, warm_start: "
+                            "objects)")
         return RunInfo(**dict(values, command_line=tuple(command_line)))
 
     def load_hparams(self):

@@ -48,6 +48,17 @@ def check_decode_flags(output_dir, usr_dir=None, **flags):
     run_decode_settings(catalog.get_problem(info.problem, info.problem_overrides), layout.load_hparams(), **flags)
 
 
+def run_vocabulary(output_dir, usr_dir=None):
+    """The run's RunInfo, its problem (with its recorded settings) and the vocabulary it trained with, checked
+    against its record; its user directory imported (`usr_dir` where the code is now, else the recorded one)."""
+    info = RunLayout(output_dir).load_info()
+    import_run_code(info, usr_dir)
+    problem = catalog.get_problem(info.problem, info.problem_overrides)
+    vocabulary = problem.vocabulary(info.data_dir)
+    check_vocabulary(info, vocabulary, info.data_dir)
+    return info, problem, vocabulary
+
+
 def restore_run(output_dir, checkpoint=None, precision="float32", usr_dir=None):
     """Rebuilds the run's model and restores its weights from `checkpoint`: averaged, latest, best, a checkpoint
     path, or None for the default (`t2t_repro.run.checkpoint_choice`).
@@ -59,12 +70,8 @@ def restore_run(output_dir, checkpoint=None, precision="float32", usr_dir=None):
     whatever precision the run trained in: its checkpoints hold float32 weights. It is for inference: in a
     mixed precision its weights are cast once to the compute dtype (`half_precision_weights`)."""
     layout = RunLayout(output_dir)
-    info = layout.load_info()
-    import_run_code(info, usr_dir)
+    info, problem, vocabulary = run_vocabulary(output_dir, usr_dir)
     hparams = layout.load_hparams()
-    problem = catalog.get_problem(info.problem, info.problem_overrides)
-    vocabulary = problem.vocabulary(info.data_dir)
-    check_vocabulary(info, vocabulary, info.data_dir)
     configure_tf32(hparams.tf32)
     model = build_transformer(hparams, vocabulary.vocab_size, precision)
     checkpoint = restore_checkpoint(layout, model, checkpoint)

@@ -23,6 +23,7 @@ from t2t_repro.run.dev_evaluation import DevEvaluator, check_best_metric
 from t2t_repro.run.end_of_run import finish_run
 from t2t_repro.run.layout import RunInfo, RunLayout, check_vocabulary, vocabulary_sha256
 from t2t_repro.run.user_code import import_given, import_run_code
+from t2t_repro.run.warm_start import check_warm_vocabulary, plan_warm_start
 from t2t_repro.train.best_checkpoint import BestCheckpoint
 from t2t_repro.train.trainer import Trainer
 
@@ -67,11 +68,13 @@ def train_run(config, options, datagen=DatagenOptions()):
                    tuple(config.command_line), trainer.environment(), problem_overrides=config.problem_overrides,
                    problem_settings=problem.settings_dict(), t2t_usr_dir=usr_dir, usr_names=usr_names)
     recorded = None  # a restart's RunInfo: its checkpoints were trained on the vocabulary it records
+    # Before data generation, which may take hours.
     if trainer.chief:
-        # Before data generation, which may take hours.
         layout.check_restart(hparams, info, config.allow_precision_change)
-        if os.path.exists(layout.info_file):
-            recorded = layout.load_info()
+    if os.path.exists(layout.info_file):
+        recorded = layout.load_info()
+    warm_start, warm_record = plan_warm_start(config, hparams, info, recorded, trainer.environment())
+    info = dataclasses.replace(info, warm_start=warm_record)
     problem.check_existing_data(data_dir, config.manual_dir)
     prepare_data(problem, data_dir, config.tmp_dir, config.manual_dir, datagen, chief=trainer.chief,
                  vocabulary_sha256=recorded.vocabulary_sha256 if recorded else None)
@@ -81,6 +84,7 @@ def train_run(config, options, datagen=DatagenOptions()):
         vocabulary = problem.vocabulary(data_dir)
         if recorded:
             check_vocabulary(recorded, vocabulary, data_dir)
+        check_warm_vocabulary(warm_record, vocabulary, data_dir)
         info = dataclasses.replace(info, vocabulary_sha256=vocabulary_sha256(vocabulary))
         layout.record(hparams, info, config.allow_precision_change)
         evaluator = DevEvaluator(
@@ -90,7 +94,7 @@ def train_run(config, options, datagen=DatagenOptions()):
         best = BestCheckpoint(layout.best_dir, options.early_stopping, layout.dev_summary_dir)
     training = trainer.train(
         data_dir, layout.checkpoint_dir, layout.train_summary_dir, evaluate=evaluator,
-        description=f"{config.problem} with {config.hparams}", best=best,
+        description=f"{config.problem} with {config.hparams}", best=best, warm_start=warm_start,
     )
     if not trainer.chief:
         return None

@@ -20,17 +20,22 @@ class NoamSchedule(keras.optimizers.schedules.LearningRateSchedule):
         d_model: the model width.
         warmup_steps: 4000 in the paper.
         scale: a constant factor on the formula (1.0 in the paper).
+        step_offset: added to the update count (0 in the paper): a warm-started run whose schedule starts anew
+            at a kept step count (-that step), or goes on from the parent's while its step count restarts
+            (+the parent's step) (`t2t_repro.train.warm_start`).
     """
 
-    def __init__(self, d_model, warmup_steps=4000, scale=1.0):
+    def __init__(self, d_model, warmup_steps=4000, scale=1.0, step_offset=0):
         self.d_model = d_model
         self.warmup_steps = warmup_steps
         self.scale = scale
+        self.step_offset = step_offset
 
     def __call__(self, iterations):
-        step = tf.cast(iterations, tf.float32) + 1.0
+        step = tf.cast(iterations + self.step_offset, tf.float32) + 1.0
         warmup = tf.cast(self.warmup_steps, tf.float32)
         return self.scale * self.d_model**-0.5 * tf.minimum(tf.math.rsqrt(step), step * warmup**-1.5)
 
     def get_config(self):
-        return {"d_model": self.d_model, "warmup_steps": self.warmup_steps, "scale": self.scale}
+        return {"d_model": self.d_model, "warmup_steps": self.warmup_steps, "scale": self.scale,
+                "step_offset": self.step_offset}

@@ -27,6 +27,7 @@ from t2t_repro.train.precision import (
 )
 from t2t_repro.train.step import TrainStep
 from t2t_repro.train.strategy import is_chief, make_strategy, worker_position
+from t2t_repro.train.warm_start import restore_warm_start
 
 # Under float16 an update whose gradients overflow is skipped and the loss scale lowered; a loss that is itself
 # non-finite this many updates in a row is not an overflow the scale can cure, and stops the run.
@@ -101,12 +102,14 @@ class Trainer:
                 f"{self.accumulation} micro-batches) cannot hold a pair of max_length={hparams.max_length}"
             )
 
-    def prepare(self, data_dir, checkpoint_dir):
-        """Builds model, optimizer, input and checkpoint manager over `checkpoint_dir`."""
+    def prepare(self, data_dir, checkpoint_dir, warm_start=None):
+        """Builds model, optimizer, input and checkpoint manager over `checkpoint_dir`; the optimizer counts as
+        `warm_start` says (a `WarmStart`, or None)."""
         self.vocabulary = self.problem.vocabulary(data_dir)
+        offsets = (warm_start.schedule_offset, warm_start.adam_offset) if warm_start else (0, 0)
         with self.strategy.scope():
             self.model = build_transformer(self.hparams, self.vocabulary.vocab_size)
-            self.optimizer = with_loss_scaling(make_optimizer(self.hparams), self.hparams.precision)
+            self.optimizer = with_loss_scaling(make_optimizer(self.hparams, *offsets), self.hparams.precision)
             self.optimizer.build(self.model.trainable_variables)
             self.skipped_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
         train = self.problem.dataset("train", data_dir, self.hparams.max_length, (self.workers, self.worker_index))
@@ -145,6 +148,7 @@ class Trainer:
             "device_name": self.device["name"],
             "compute_capability": self.device["compute_capability"],
             "devices": self.strategy.num_replicas_in_sync,
+            "micro_batch_tokens": self.micro_batch_tokens,
             "training_precision": self.hparams.precision,  # "precision" is a parsing score in report.json
             "tf32": self.hparams.tf32,
             "xla": self.options.xla,
@@ -203,10 +207,11 @@ class Trainer:
             print(f"{os.path.basename(prefix)} holds an input position saved by another version of the input "
                   "pipeline: model and optimizer resume, the input starts again from the beginning", flush=True)
 
-    def restore(self):
+    def restore(self, warm_start=None):
         """Resumes from the newest checkpoint present that restores; damaged newer ones are moved aside (not
         deleted), a lost or damaged `checkpoint` index file is rebuilt from the files present, and leftovers of
-        an interrupted checkpoint write are removed. Then makes the checkpoint manager."""
+        an interrupted checkpoint write are removed. Then makes the checkpoint manager. A run with no checkpoint
+        of its own starts from `warm_start` (a `WarmStart`) when given: a restart resumes its own."""
         directory = self.checkpoint_dir
         for leftover in remove_write_leftovers(directory):
             print(f"removed {leftover}, left by an interrupted checkpoint write", flush=True)
@@ -227,6 +232,9 @@ class Trainer:
         self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=keep)
         if latest:
             print(f"resumed from {latest} at step {self.step}", flush=True)
+        elif warm_start:
+            restore_warm_start(warm_start, self.checkpoint_state, self.optimizer)
+            print(warm_start.describe(), flush=True)
 
     def _stopped(self, reason):
         last = self.manager.latest_checkpoint or "none"
@@ -286,7 +294,8 @@ class Trainer:
         print(self.best.stop_message(self.step), flush=True)
         return True
 
-    def train(self, data_dir, checkpoint_dir, summary_dir=None, evaluate=None, description="", best=None):
+    def train(self, data_dir, checkpoint_dir, summary_dir=None, evaluate=None, description="", best=None,
+              warm_start=None):
         """Trains up to hparams.train_steps updates, or until early stopping; returns statistics of this
         session's training.
 
@@ -298,11 +307,13 @@ class Trainer:
                 it returns the step's `DevScore` (or None).
             description: what is trained, for the first log line.
             best: a `BestCheckpoint` that each DevScore updates, saved with the checkpoints (chief only).
+            warm_start: a `WarmStart` the run starts from when it has no checkpoint of its own (None: random
+                weights), and whose counts it keeps on every restart.
         """
         options = self.options
         self.best = best if self.chief else None
-        self.prepare(data_dir, checkpoint_dir)
-        self.restore()
+        self.prepare(data_dir, checkpoint_dir, warm_start)
+        self.restore(warm_start)
         writer = tf.summary.create_file_writer(summary_dir) if self.chief and summary_dir else None
         evaluate = evaluate if self.chief else None
         print(precision_line(self.hparams, self.device) + (", XLA" if options.xla else ""), flush=True)
