@@ -188,6 +188,8 @@ def test_new_data_encoded_with_the_parents_vocabulary_fine_tunes_and_ensembles_w
     recorded = json.loads((parent / "run.json").read_text())["vocabulary_sha256"]
     assert metadata["vocab_sha256"] == recorded and metadata["vocab_from"] == str(parent)
     assert json.loads((child / "run.json").read_text())["warm_start"]["same_input"] is False
+    assert json.loads((child / "report.json").read_text())["warm_start"] == {
+        "checkpoint": str(parent / "checkpoints" / "ckpt-8"), "step": 8, "reset": ["optimizer", "schedule", "step"]}
 
     sources = tmp_path / "sources.en"
     sources.write_text("the cat sees a dog\n", encoding="utf-8")
@@ -195,6 +197,10 @@ def test_new_data_encoded_with_the_parents_vocabulary_fine_tunes_and_ensembles_w
                                  f"--decode_from_file={sources}", f"--decode_to_file={tmp_path / 'out.de'}")
     assert decoded.returncode == 0, decoded.stderr
     assert len((tmp_path / "out.de").read_text(encoding="utf-8").splitlines()) == 1
+    exported = run_cli_in_process("exporter", f"--output_dir={child}", f"--ensemble={parent}",
+                                  f"--export_dir={tmp_path / 'export'}", "--extra_length=3")
+    assert exported.returncode == 0, exported.stderr
+    assert (tmp_path / "export" / "1" / "saved_model.pb").is_file()
 
 
 def _vocab_size(run):
@@ -209,3 +215,36 @@ def test_vocab_from_a_directory_that_is_no_run_is_refused(tmp_path):
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert f"vocab_from={tmp_path} is not a t2t-repro run (no run.json there)" in result.stderr
     assert not (tmp_path / "data").exists()
+
+
+_USER_PROBLEM = '''
+from t2t_repro.data.translation import TranslationProblem
+from t2t_repro.evaluate.scorers import BleuScorer
+from t2t_repro.registry import register_problem
+
+
+@register_problem
+class InDomainEnde(TranslationProblem):
+    name = "in_domain_ende"
+    source_language, target_language = "en", "de"
+    scorer = BleuScorer("de")
+    vocab_from = {parent!r}
+'''
+
+
+def test_multi30k_and_a_users_problem_encode_their_data_with_the_parents_vocabulary(parent, tmp_path):
+    recorded = json.loads((parent / "run.json").read_text())["vocabulary_sha256"]
+    release = write_parallel_corpus(tmp_path / "release", sizes=(("train", 40), ("val", 4), ("test_2016_flickr", 4)))
+    result = run_cli_in_process("datagen", "--problem=multi30k_ende", f"--problem_overrides=vocab_from={parent}",
+                                f"--manual_dir={release}", f"--data_dir={tmp_path / 'data'}")
+    assert result.returncode == 0, result.stderr
+    usr_dir = tmp_path / "usr"
+    usr_dir.mkdir()
+    (usr_dir / "__init__.py").write_text(_USER_PROBLEM.format(parent=str(parent)), encoding="utf-8")
+    corpus = write_parallel_corpus(tmp_path / "corpus", sizes=(("train", 40), ("dev", 4), ("test", 4)))
+    result = run_cli_in_process("datagen", f"--t2t_usr_dir={usr_dir}", "--problem=in_domain_ende",
+                                f"--manual_dir={corpus}", f"--data_dir={tmp_path / 'data'}")
+    assert result.returncode == 0, result.stderr
+    for name in ("multi30k_ende", "in_domain_ende"):
+        metadata = json.loads((tmp_path / "data" / name / "metadata.json").read_text())
+        assert (metadata["vocab_sha256"], metadata["vocab_from"]) == (recorded, str(parent)), name

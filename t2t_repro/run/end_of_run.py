@@ -30,6 +30,8 @@ def finish_run(output_dir, training, average=True, test=True, export=True):
     layout = RunLayout(output_dir)
     info = layout.load_info()
     report = {"problem": info.problem, "hparams_set": info.hparams_set, **training}
+    if info.warm_start:  # where the weights started: the parent checkpoint, its step, what was reset
+        report["warm_start"] = {key: info.warm_start[key] for key in ("checkpoint", "step", "reset")}
     if average:
         report["averaged_checkpoint"] = jobs.average(output_dir)
     run = restore_run(output_dir, "averaged" if average else None) if test or export else None  # one model for both
