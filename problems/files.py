@@ -46,7 +46,8 @@ class SubwordTranslationSettings:
     vocab_model_type: str = setting("bpe", "bpe (the paper's EN-DE) or unigram (word pieces, the paper's EN-FR)",
                                     choices=("bpe", "unigram"))
     vocab_sample_sentences: int = setting(2_000_000, _SAMPLE_HELP)
-    vocab_from: str = setting("", "a run's --output_dir whose vocabulary encodes the data instead of one learned "
+    # None, not "": data and runs recorded before this setting existed lack it, which reads as None.
+    vocab_from: str | None = setting(None, "a run's --output_dir whose vocabulary encodes the data instead of one learned "
                                   "from it (vocab_size, vocab_model_type and vocab_sample_sentences are then "
                                   "unused): data to fine-tune that run on (--warm_start_from)")
     bleu_tokenizer: str = setting("", "sacreBLEU tokenizer of the detokenized BLEU (empty: the one that suits the "

@@ -241,7 +241,7 @@ def test_datagen_makes_and_records_the_data_and_says_when_pieces_go_unused(runs)
     metadata = json.loads((runs["data"]["datagen vocab 8000"] / "translate_files" / "metadata.json").read_text())
     assert metadata["problem_settings"] == {"source_language": "en", "target_language": "es", "vocab_size": 8000,
                                             "vocab_model_type": "bpe", "vocab_sample_sentences": 2_000_000,
-                                            "vocab_from": ""}
+                                            "vocab_from": None}
     assert metadata["manual_dir"] == str(runs["corpora"]["rich"])
 
 

@@ -60,7 +60,7 @@ def test_datagen_reads_train_val_as_dev_and_test_2016_flickr(release, small_run)
     metadata = json.loads((root / "data" / "multi30k_ende" / "metadata.json").read_text())
     assert metadata["problem_settings"] == {"test_set": "test_2016_flickr", "vocab_size": 350,
                                             "vocab_model_type": "bpe", "vocab_sample_sentences": 2_000_000,
-                                            "vocab_from": ""}
+                                            "vocab_from": None}
     dev = [json.loads(line) for line in (root / "data" / "multi30k_ende" / "dev.pairs.jsonl").read_text().splitlines()]
     val = [(release / f"val.{language}").read_text(encoding="utf-8").splitlines() for language in ("en", "de")]
     assert dev == [list(pair) for pair in zip(*val)]
@@ -97,7 +97,7 @@ def test_problem_help_lists_the_test_set_and_the_vocabulary_settings():
     assert lines[0].startswith("problem multi30k_encs: Multi30K English-Czech")
     rows = {line.split()[0]: line.split()[1] for line in lines[1:]}
     assert rows == {"test_set": "'test_2018_flickr'", "vocab_size": "8000", "vocab_model_type": "'bpe'",
-                    "vocab_sample_sentences": "2000000", "vocab_from": "''", "bleu_tokenizer": "''"}
+                    "vocab_sample_sentences": "2000000", "vocab_from": "None", "bleu_tokenizer": "''"}
 
 
 # Bad release files: one line, exit 2, nothing written ----------------------------------------------------------

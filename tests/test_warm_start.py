@@ -248,3 +248,14 @@ def test_multi30k_and_a_users_problem_encode_their_data_with_the_parents_vocabul
     for name in ("multi30k_ende", "in_domain_ende"):
         metadata = json.loads((tmp_path / "data" / name / "metadata.json").read_text())
         assert (metadata["vocab_sha256"], metadata["vocab_from"]) == (recorded, str(parent)), name
+
+
+def test_data_and_runs_recorded_before_vocab_from_existed_are_taken_as_made_without_it():
+    from t2t_repro import catalog
+    from t2t_repro.settings import dict_differences
+
+    for name, settings in (("translate_files", "source_language=en,target_language=de"), ("multi30k_ende", "")):
+        problem = catalog.get_problem(name, settings)
+        for now in (problem.data_settings(), problem.settings_dict()):
+            earlier = {key: value for key, value in now.items() if key != "vocab_from"}
+            assert dict_differences(earlier, now) == "", name
