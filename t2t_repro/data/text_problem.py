@@ -87,9 +87,7 @@ class TextPairProblem(Problem):
     vocab_size = 8000
     vocab_model_type = "bpe"  # a SentencePiece model type: bpe, unigram, char, word
     vocab_sample_sentences = 2_000_000  # sentences (source and target counted separately) to train it on
-    # A run directory whose vocabulary encodes the data instead of one trained on it (fine-tuning data that
-    # shares a trained model's pieces); the run layer reads it and hands it to generate_data.
-    vocab_from = None
+    vocab_from = None  # a run whose vocabulary encodes the data (read by the run layer, given to generate_data)
     max_tokens_per_side = 1024  # generous: far above any hparams max_length, it only drops broken pairs
     train_shards = 16
     encode_chunk_pairs = 8192  # pairs a datagen worker encodes and writes at a time (a block), bounding memory
@@ -210,7 +208,8 @@ class TextPairProblem(Problem):
 
     # Generation.
 
-    def generate_data(self, data_dir, tmp_dir=None, manual_dir=None, workers=None, **vocabulary):
+    def generate_data(self, data_dir, tmp_dir=None, manual_dir=None, workers=None, vocabulary_sha256=None,
+                      vocabulary_from=None):
         start = time.perf_counter()
         final_dir = self.problem_dir(data_dir)
         version = self.data_version()
@@ -224,7 +223,8 @@ class TextPairProblem(Problem):
         except OSError as error:
             raise UserError(f"cannot write to data_dir {data_dir}: {error.strerror}") from None
         try:
-            metadata = self._generate(work_dir, version, tmp_dir, manual_dir, start, workers, **vocabulary)
+            metadata = self._generate(work_dir, version, tmp_dir, manual_dir, start, workers, vocabulary_sha256,
+                                      vocabulary_from)
             records.publish(work_dir, final_dir, data_version=version)
         finally:
             safe_write.remove(work_dir)  # gone after a failure too; published, it is no longer there

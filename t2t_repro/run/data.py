@@ -56,9 +56,8 @@ def _reused_vocabulary(problem):
     """The vocabulary of the run the problem's vocab_from setting names, read and checked as a decoder would;
     UserError when it names no run."""
     run = problem.vocab_from
-    if not os.path.isfile(RunLayout(run).info_file):
-        raise UserError(f"problem {problem.name}: vocab_from={run} is not a t2t-repro run (no run.json there); give "
-                        "the --output_dir of the run whose vocabulary the data should share")
+    RunLayout(run).check_is_run(f"problem {problem.name}: vocab_from={run}",
+                                "; give the --output_dir of the run whose vocabulary the data should share")
     return run_vocabulary(run)[2]
 
 

@@ -122,6 +122,12 @@ class RunLayout:
     def export_dir(self):
         return self.path("export")
 
+    def check_is_run(self, named, hint=""):
+        """UserError "`named` is not a t2t-repro run (no run.json there)`hint`" where output_dir holds no run:
+        `named` is how the flag or setting that names the directory is quoted."""
+        if not os.path.isfile(self.info_file):
+            raise UserError(f"{named} is not a t2t-repro run (no run.json there){hint}")
+
     def load_info(self):
         values = read_json(self.info_file, "run description")
         fields = [f.name for f in dataclasses.fields(RunInfo)]

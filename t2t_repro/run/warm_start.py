@@ -1,8 +1,8 @@
 """--warm_start_from and --reset: a new run that starts from another run's checkpoint (fine-tuning, domain
 adaptation, a new schedule), checked against that run before anything is written, and recorded in run.json.
 
-    warm = plan_warm_start(config, hparams, info, recorded)   # before data generation: None when not asked
-    check_warm_vocabulary(warm_record, vocabulary)             # after it, before the run is recorded
+    warm, record = plan_warm_start(config, hparams, info, recorded, environment)  # before data generation
+    check_warm_vocabulary(record, vocabulary, data_dir)       # after it, before the run is recorded
 
 The parent run must exist and have the checkpoint; the architecture (`SHAPE_KEYS`) must be the parent's, while
 hparams that change no weight's shape (dropout, learning rate, label smoothing, batch, steps) may differ; the
@@ -70,8 +70,7 @@ def plan_warm_start(config, hparams, info, recorded, environment):
         return None, {}
     reset = parse_reset(config.reset)
     parent = RunLayout(run_dir)
-    if not os.path.isfile(parent.info_file):
-        raise UserError(f"{FLAG}={config.warm_start_from}: {run_dir} is not a t2t-repro run (no run.json there)")
+    parent.check_is_run(f"{FLAG}={config.warm_start_from}: {run_dir}")
     parent_info, parent_hparams = parent.load_info(), parent.load_hparams()
     _check_architecture(run_dir, parent_hparams, hparams)
     prefix = os.path.abspath(find_checkpoint(parent, which, FLAG))
