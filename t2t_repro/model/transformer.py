@@ -144,10 +144,11 @@ class Transformer(HParamsConfig, keras.Model):
         vocab_size are padding (hparams.vocab_multiple)."""
         return self.output_projection.embeddings
 
-    def logits(self, states):
+    def logits(self, states, transposed_matrix=None):
         """float32 logits [..., vocab_size] of final decoder states: the pre-softmax projection, computed in
-        the model's compute dtype, without the padding rows of the embedding matrix (never predicted)."""
-        logits = self.output_projection.project(states)
+        the model's compute dtype, without the padding rows of the embedding matrix (never predicted).
+        `transposed_matrix`: the projection's `transposed_matrix`, made once for many calls (decoding)."""
+        logits = self.output_projection.project(states, transposed_matrix)
         if logits.shape[-1] != self.vocab_size:
             logits = logits[..., : self.vocab_size]
         return logits
@@ -191,6 +192,7 @@ class Transformer(HParamsConfig, keras.Model):
             memory_bias = tf.repeat(memory_bias, beam_size, axis=0)
             return (lambda ids, step, state: (self.decode(ids[:, : step + 1], memory, memory_bias)[:, -1], state)), {}
         memory_kv = [layer.cross_attention.memory_kv(memory) for layer in self.decoder_layers]
+        output_matrix = self.output_projection.transposed_matrix(memory.dtype)  # once, not at every step
         fixed_shapes = max_length is not None
 
         def next_position_logits(ids, step, caches):
@@ -201,7 +203,7 @@ class Transformer(HParamsConfig, keras.Model):
                 x, cache = layer(x, memory=layer_memory, self_bias=self_bias, memory_bias=memory_bias, cache=cache,
                                  cache_index=step if fixed_shapes else None)
                 new_caches.append(cache)
-            return self.logits(self._final_norm(x, "decoder_norm"))[:, 0], new_caches
+            return self.logits(self._final_norm(x, "decoder_norm"), output_matrix)[:, 0], new_caches
 
         h = self.hparams
         empty = empty_cache(tf.shape(memory)[0] * beam_size, h.num_heads, h.d_k, h.d_v,
