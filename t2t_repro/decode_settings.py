@@ -15,6 +15,10 @@ import math
 from t2t_repro.errors import UserError
 from t2t_repro.settings import check_fields, check_interval, setting
 
+# Padded source tokens per decoding batch (`t2t_repro.decode.decode_text.length_sorted_batches`), chosen by
+# measurement (docs/decoding.md).
+DEFAULT_BATCH_TOKENS = 1024
+
 
 @dataclasses.dataclass(frozen=True)
 class DecodeSettings:

@@ -10,7 +10,7 @@ import tensorflow as tf
 from t2t_repro.cli import decoder as decoder_cli
 from t2t_repro.data.problem import Problem
 from t2t_repro.decode.decode_text import (
-    decode_file, decode_texts, decode_texts_nbest, read_source_lines, tensorflow_search,
+    decode_file, decode_texts, decode_texts_nbest, length_sorted_batches, read_source_lines, tensorflow_search,
 )
 from t2t_repro.decode_settings import DecodeSettings
 from t2t_repro.errors import UserError
@@ -87,16 +87,37 @@ def model():
     return build_transformer(HPARAMS, CharVocabulary().vocab_size)
 
 
-def decode(texts, model, batch_size=None, **settings):
+def decode(texts, model, batch_size=None, batch_tokens=None, **settings):
     return decode_texts(texts, model, CharVocabulary(), SETTINGS.override(**settings), DecoderTestChars().postprocess,
-                        batch_size=batch_size, progress=False)
+                        batch_size=batch_size, batch_tokens=batch_tokens, progress=False)
 
 
 def test_outputs_come_back_in_input_order_whatever_the_batching(model):
     sources = ["abc", "a", "hgfedcba", "bad cafe", "e", "ddd"]
     one_by_one = [decode([s], model, batch_size=1)[0] for s in sources]
     assert decode(sources, model, batch_size=4) == one_by_one
+    assert decode(sources, model, batch_tokens=10) == one_by_one
+    assert decode(sources, model) == one_by_one
     assert all(out.startswith("<") and out.endswith(">") for out in one_by_one), "postprocess must be applied"
+
+
+def test_token_batches_fill_a_budget_of_padded_tokens_longest_first():
+    lengths = [3, None, 10, 5, 5, 2, 2, 2]
+    # 10 alone (two would pad to 20 > 12), then 5 + 5, then 3 with the 2s while 4 x 3 <= 12.
+    assert length_sorted_batches(lengths, batch_tokens=12) == [[2], [3, 4], [0, 5, 6, 7]]
+    assert length_sorted_batches(lengths, batch_tokens=4) == [[2], [3], [4], [0], [5, 6], [7]]  # too long alone
+    assert length_sorted_batches(lengths, batch_size=3) == [[2, 3, 4], [0, 5, 6], [7]]
+    assert length_sorted_batches([16] * 130) == [list(range(64)), list(range(64, 128)), [128, 129]]
+
+
+@pytest.mark.parametrize("flags, error", [
+    (["--batch_size=4", "--batch_tokens=100"], "not both"),
+    (["--batch_tokens=0"], "--batch_tokens=0: must be at least 1"),
+    (["--batch_size=-1"], "--batch_size=-1: must be at least 1"),
+])
+def test_decoder_refuses_bad_batching_in_one_line(flags, error, tmp_path, capsys):
+    assert run_cli([f"--output_dir={tmp_path}", *flags]) == 2
+    assert error in capsys.readouterr().err
 
 
 def test_empty_lines_give_empty_outputs(model):

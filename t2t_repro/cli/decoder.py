@@ -53,11 +53,10 @@ from t2t_repro.cli.common import (
     ArgumentParser, add_checkpoint_flag, add_ensemble_flag, add_settings_flags, add_usr_dir_flag, ctranslate2_jobs,
     ensemble_dirs, import_usr_dir, quiet_tensorflow, run_main, settings_from_flags, settings_values, show_info_logs,
 )
-from t2t_repro.decode_settings import DecodeSettings, SamplingSettings
+from t2t_repro.decode_settings import DEFAULT_BATCH_TOKENS, DecodeSettings, SamplingSettings
 from t2t_repro.errors import UserError
 from t2t_repro.serve.options import CTRANSLATE2, EngineSettings
 
-DEFAULT_BATCH_SIZE = 32
 # Flags with no effect on what --score_file and --sampling compute: refused there, so that none is ignored.
 NOT_SCORING = ("beam_size", "nbest", "extra_length", "unfinished_compete", "sampling", "temperature", "seed",
                "ensemble", "jit_compile")
@@ -90,8 +89,9 @@ def build_parser():
     add("--score_file", help="target text line-aligned with --decode_from_file: score each pair instead of "
         "decoding (log-probability, tokens with EOS, beam score; tab-separated) into --decode_to_file or standard "
         "output, the perplexity to standard error; tensorflow engine")
-    add("--batch_size", type=int, default=DEFAULT_BATCH_SIZE,
-        help=f"sentences per batch (default {DEFAULT_BATCH_SIZE})")
+    add("--batch_size", type=int, help="sentences per batch, instead of --batch_tokens")
+    add("--batch_tokens", type=int, help="padded source tokens per batch, sentences of similar length together "
+        f"(default {DEFAULT_BATCH_TOKENS}); short sentences go in larger batches")
     add("--jit_compile", action="store_true", default=None, help="tensorflow engine, beam search: compile the "
         "search loop with XLA, every step in the same shapes (for GPUs and TPUs; on a CPU it measured many times "
         "slower); scores may differ in the last digits")
@@ -106,8 +106,17 @@ def _refuse(args, names, what):
             raise UserError(f"--{name} does not apply to {what}")
 
 
+def _batching(args):
+    return {"batch_size": args.batch_size, "batch_tokens": args.batch_tokens}
+
+
 def _check(args, engine):
     """UserError for flags that do not go together, before any model is loaded."""
+    if args.batch_size is not None and args.batch_tokens is not None:
+        raise UserError("give --batch_size (sentences) or --batch_tokens (tokens) per batch, not both")
+    for name in ("batch_size", "batch_tokens"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            raise UserError(f"--{name}={getattr(args, name)}: must be at least 1")
     if args.score_file:
         if not args.decode_from_file:
             raise UserError("--score_file needs --decode_from_file, the source of each of its lines")
@@ -168,7 +177,7 @@ def _main(argv):
         scorer = jobs.run_scorer(args.output_dir, args.checkpoint, engine.serving_precision, args.t2t_usr_dir,
                                  **decode_flags)
         text_decoder.score_file(scorer, args.decode_from_file, args.score_file, args.decode_to_file,
-                                args.batch_size, progress=not args.quiet)
+                                progress=not args.quiet, **_batching(args))
         return 0
     if engine.engine == CTRANSLATE2:
         decoder = jobs.export_decoder(args.model_dir, args.output_dir, engine.threads, args.t2t_usr_dir,
@@ -180,8 +189,8 @@ def _main(argv):
         text_decoder.decode_interactive(decoder, sys.stdin.buffer, sys.stdout)
         return 0
     started = time.perf_counter()
-    count = text_decoder.decode_file(decoder, args.decode_from_file, args.decode_to_file, args.batch_size,
-                                     progress=not args.quiet)
+    count = text_decoder.decode_file(decoder, args.decode_from_file, args.decode_to_file,
+                                     progress=not args.quiet, **_batching(args))
     print(f"wrote {count} outputs to {args.decode_to_file} in {time.perf_counter() - started:.1f} s",
           file=sys.stderr)
     return 0

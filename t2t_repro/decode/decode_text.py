@@ -30,6 +30,7 @@ from tqdm import tqdm
 from t2t_repro import safe_write
 from t2t_repro.data.parallel_files import text_lines
 from t2t_repro.decode.transformer_search import compiled_search
+from t2t_repro.decode_settings import DEFAULT_BATCH_TOKENS
 from t2t_repro.errors import UserError
 from t2t_repro.special_tokens import EOS_ID, PAD_ID
 
@@ -37,7 +38,6 @@ logger = logging.getLogger(__name__)
 
 # The longest source, in tokens with EOS, that is decoded whole (HParams.max_length of the paper's sets).
 DEFAULT_MAX_INPUT_LENGTH = 256
-DEFAULT_BATCH_SIZE = 32
 _PREVIEW_CHARS = 40
 
 
@@ -140,15 +140,31 @@ def batch_results(ids, scores):
     return [[(ids[row, k].tolist(), float(scores[row, k])) for k in range(ids.shape[1])] for row in range(len(ids))]
 
 
-def length_sorted_batches(lengths, batch_size=None):
-    """The indices of the lines of these lengths (None: a line not to be decoded) in batches of `batch_size`
-    (default DEFAULT_BATCH_SIZE), longest first: similar lengths share a batch (little padding), and memory
-    peaks at the start."""
-    batch_size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
-    if batch_size < 1:
-        raise UserError(f"batch_size={batch_size}: must be at least 1")
+def length_sorted_batches(lengths, batch_size=None, batch_tokens=None):
+    """The indices of the lines of these lengths (None: a line not to be decoded) in batches, longest first:
+    similar lengths share a batch (little padding), and memory peaks at the start.
+
+    A batch holds `batch_size` lines, or, by default, as many as fit a budget of `batch_tokens` padded tokens
+    (lines x the batch's longest line; DEFAULT_BATCH_TOKENS when neither is given), as OpenNMT-py's
+    `-batch_type tokens`: short lines go in larger batches. A line longer than the budget is a batch alone."""
+    if batch_size is not None and batch_tokens is not None:
+        raise UserError("give a batch size in lines (--batch_size) or in tokens (--batch_tokens), not both")
+    if batch_size is None and batch_tokens is None:
+        batch_tokens = DEFAULT_BATCH_TOKENS
+    for name, value in (("batch_size", batch_size), ("batch_tokens", batch_tokens)):
+        if value is not None and value < 1:
+            raise UserError(f"{name}={value}: must be at least 1")
     order = sorted((i for i, length in enumerate(lengths) if length is not None), key=lambda i: -lengths[i])
-    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+    batches = []
+    for i in order:
+        batch = batches[-1] if batches else None
+        fits = batch is not None and (len(batch) < batch_size if batch_size is not None
+                                      else (len(batch) + 1) * lengths[batch[0]] <= batch_tokens)
+        if fits:
+            batch.append(i)
+        else:
+            batches.append([i])
+    return batches
 
 
 def tensorflow_search(model, settings, jit_compile=False):
@@ -163,14 +179,15 @@ def tensorflow_search(model, settings, jit_compile=False):
     return run
 
 
-def decode_texts_nbest(texts, model, vocabulary, settings, postprocess=None, batch_size=None, progress=True):
+def decode_texts_nbest(texts, model, vocabulary, settings, postprocess=None, **options):
     """Decodes every source string with `model` by beam search; returns, in input order, a list of
-    `settings.nbest` Hypothesis per input (see `search_texts_nbest`)."""
+    `settings.nbest` Hypothesis per input (see `search_texts_nbest` for the options)."""
     return search_texts_nbest(texts, tensorflow_search(model, settings), vocabulary, settings, postprocess,
-                              batch_size, progress)
+                              **options)
 
 
-def search_texts_nbest(texts, search, vocabulary, settings, postprocess=None, batch_size=None, progress=True):
+def search_texts_nbest(texts, search, vocabulary, settings, postprocess=None, batch_size=None, batch_tokens=None,
+                       progress=True):
     """Decodes every source string; returns, in input order, a list of `settings.nbest` Hypothesis per input.
 
     Args:
@@ -180,14 +197,15 @@ def search_texts_nbest(texts, search, vocabulary, settings, postprocess=None, ba
         settings: the `DecodeSettings` of the search; its max_input_length (default DEFAULT_MAX_INPUT_LENGTH)
             truncates longer sources, EOS included, with a warning.
         postprocess: `postprocess(decoded_text, source_text)`, e.g. a problem's; None keeps the decoded text.
-        batch_size: sentences per search batch (default DEFAULT_BATCH_SIZE).
+        batch_size, batch_tokens: sentences per search batch, or padded source tokens per batch (the default,
+            DEFAULT_BATCH_TOKENS); see `length_sorted_batches`.
         progress: show a tqdm progress bar and log the throughput.
 
     An empty line gives `nbest` empty hypotheses with score 0.0.
     """
     texts, encoded = encode_sources(texts, settings, vocabulary)
     lengths = [None if ids is None else len(ids) for ids in encoded]
-    batches = length_sorted_batches(lengths, batch_size)
+    batches = length_sorted_batches(lengths, batch_size, batch_tokens)
     nbest = settings.nbest
     results = [[Hypothesis("", 0.0)] * nbest for _ in texts]
     count = sum(map(len, batches))

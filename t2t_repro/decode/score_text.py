@@ -91,7 +91,7 @@ def _target_limit(scorer, settings):
     return longest_output, "the longest output the decoder gives: max_input_length + extra_length"
 
 
-def score_texts(sources, targets, scorer, vocabulary, settings, batch_size=None, progress=True):
+def score_texts(sources, targets, scorer, vocabulary, settings, batch_size=None, batch_tokens=None, progress=True):
     """Scores every (source, target) string pair with a batch scorer (`t2t_repro.decode.scoring`); returns a
     PairScore per pair, in input order.
 
@@ -101,7 +101,8 @@ def score_texts(sources, targets, scorer, vocabulary, settings, batch_size=None,
             attribute, where it has one, is the longest target it can read (tokens with EOS).
         vocabulary: the model's `Vocabulary`.
         settings: the `DecodeSettings` whose max_input_length truncates sources as decoding does.
-        batch_size: pairs per batch (default DEFAULT_BATCH_SIZE).
+        batch_size, batch_tokens: pairs per batch, or padded tokens of the longer side per batch (the default,
+            `length_sorted_batches`).
         progress: show a tqdm progress bar.
     """
     if len(sources) != len(targets):
@@ -112,7 +113,7 @@ def score_texts(sources, targets, scorer, vocabulary, settings, batch_size=None,
              for source, target in zip(encoded_sources, encoded_targets)]
     # The longer side of a pair decides the batch it joins: similar lengths both sides pad little.
     lengths = [None if pair is None else max(map(len, pair)) for pair in pairs]
-    batches = length_sorted_batches(lengths, batch_size)
+    batches = length_sorted_batches(lengths, batch_size, batch_tokens)
     results = [PairScore()] * len(pairs)
     with tqdm(total=sum(map(len, batches)), unit="pair", desc="scoring", disable=not progress) as bar:
         for indices in batches:

@@ -97,14 +97,15 @@ def check_score_paths(source_path, target_path, output_path=None):
     check_aligned(source_path, target_path)
 
 
-def score_file(text_scorer, source_path, target_path, output_path=None, batch_size=None, progress=True):
+def score_file(text_scorer, source_path, target_path, output_path=None, progress=True, **batching):
     """Scores each line of `target_path` as the translation of the same line of `source_path`: one line per pair,
     "<log P>\\t<tokens>\\t<score>", into `output_path` (written atomically) or, without it, standard output;
-    the totals and the perplexity go to standard error. Returns the `CorpusTotal`."""
+    the totals and the perplexity go to standard error; `batching`: batch_size or batch_tokens
+    (`length_sorted_batches`). Returns the `CorpusTotal`."""
     print(f"scoring {target_path} given {source_path} with {text_scorer.description} (alpha "
           f"{text_scorer.settings.alpha})", file=sys.stderr, flush=True)
     results = score_text_files(source_path, target_path, text_scorer.scorer, text_scorer.vocabulary,
-                               text_scorer.settings, batch_size=batch_size, progress=progress)
+                               text_scorer.settings, progress=progress, **batching)
     lines = format_scores(results)
     if output_path:
         write_lines(output_path, lines)
@@ -117,12 +118,13 @@ def score_file(text_scorer, source_path, target_path, output_path=None, batch_si
     return total
 
 
-def decode_file(decoder, source_path, target_path, batch_size=None, progress=True):
-    """Decodes a text file into `target_path` (written atomically); returns the lines decoded."""
+def decode_file(decoder, source_path, target_path, progress=True, **batching):
+    """Decodes a text file into `target_path` (written atomically); returns the lines decoded. `batching`:
+    batch_size or batch_tokens (`length_sorted_batches`)."""
     print(f"decoding {source_path} with {decoder.description} ({decoder.describe()})", file=sys.stderr,
           flush=True)
     return decode_text_file(source_path, target_path, decoder.search, decoder.vocabulary, decoder.settings,
-                            decoder.postprocess, batch_size=batch_size, progress=progress)
+                            decoder.postprocess, progress=progress, **batching)
 
 
 def decode_interactive(decoder, input_stream, output_stream):
