@@ -43,18 +43,34 @@ def table_scorer(log_probs):
     return symbols_to_logits_fn
 
 
+def sentence_table_scorer(log_probs, beam_size):
+    """`table_scorer`, but each row's sentence read from the sentence state (one entry per sentence): a search
+    that dropped sentences from its state but not from the sentence state would read other sentences' rows."""
+    scorer = table_scorer(log_probs)
+
+    def symbols_to_logits_fn(ids, step, state, sentences):
+        tf.debugging.assert_equal(tf.repeat(sentences["sentence"], beam_size), state["row"])
+        return scorer(ids, step, state)
+
+    return symbols_to_logits_fn
+
+
 @tf.function
-def _search(log_probs, beam_size, max_lengths, alpha, eos_id=EOS_ID, unfinished_compete=False):
+def _search(log_probs, beam_size, max_lengths, alpha, eos_id=EOS_ID, unfinished_compete=False, drop_finished=False):
     rows = tf.repeat(tf.range(len(log_probs)), beam_size)
     state = {"row": rows, "seen": tf.zeros([len(log_probs) * beam_size, 0], tf.int32)}
-    return beam_search(table_scorer(log_probs), tf.fill([len(log_probs)], PAD_ID), beam_size, max_lengths,
-                       log_probs.shape[-1], alpha, states=state, eos_id=eos_id, unfinished_compete=unfinished_compete)
+    scorer, sentences = table_scorer(log_probs), None
+    if drop_finished:
+        scorer, sentences = sentence_table_scorer(log_probs, beam_size), {"sentence": tf.range(len(log_probs))}
+    return beam_search(scorer, tf.fill([len(log_probs)], PAD_ID), beam_size, max_lengths, log_probs.shape[-1],
+                       alpha, states=state, eos_id=eos_id, unfinished_compete=unfinished_compete,
+                       sentence_states=sentences, drop_finished=drop_finished)
 
 
-def search(log_probs, beam_size, max_lengths, alpha, eos_id=EOS_ID, unfinished_compete=False):
+def search(log_probs, beam_size, max_lengths, alpha, eos_id=EOS_ID, unfinished_compete=False, drop_finished=False):
     """The table's hypotheses [sentences, beam_size, length] and scores, as numpy arrays."""
     ids, scores = _search(tf.constant(log_probs, tf.float32), beam_size, tf.constant(max_lengths, tf.int32), alpha,
-                          eos_id, unfinished_compete)
+                          eos_id, unfinished_compete, drop_finished)
     return ids.numpy(), scores.numpy()
 
 
@@ -188,6 +204,22 @@ def test_sentence_result_does_not_depend_on_its_batch():
     np.testing.assert_allclose(alone_scores[0], batch_scores[1], rtol=1e-6)
 
 
+@pytest.mark.parametrize("unfinished_compete", [False, True])
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_dropping_finished_sentences_changes_no_hypothesis_nor_score(beam_size, unfinished_compete):
+    # Sentences that end at different steps: by EOS, by their maximum length, one at its first step.
+    log_probs = table(6, 8, seed=3, eos_bias=-1.0)
+    max_lengths = [9, 3, 12, 1, 6, 12]
+    kept = search(log_probs, beam_size, max_lengths, 0.6, unfinished_compete=unfinished_compete)
+    dropped = search(log_probs, beam_size, max_lengths, 0.6, unfinished_compete=unfinished_compete,
+                     drop_finished=True)
+    np.testing.assert_array_equal(dropped[0], kept[0])
+    # The log-softmax over fewer rows may round otherwise in the last bit.
+    np.testing.assert_allclose(dropped[1], kept[1], rtol=1e-6)
+    lengths = (kept[0][:, 0] != PAD_ID).sum(-1)
+    assert len(set(lengths)) > 2, "the test should cover sentences that end at different steps"
+
+
 @pytest.mark.parametrize("k", [1, 2, 8])
 def test_two_stage_top_k_gives_tf_top_k_values_and_indices_ties_included(k):
     row_length = 4 * 3000  # the candidates of 4 beams over a 3,000-token vocabulary
@@ -235,9 +267,10 @@ def tiny_model(seed=1, vocab_size=12, **overrides):
     return build_transformer(hparams, vocab_size)
 
 
-@pytest.mark.parametrize("other", [{"use_cache": False}, {"jit_compile": True}])
+@pytest.mark.parametrize("other", [{"use_cache": False}, {"jit_compile": True}, {"drop_finished": False}])
 def test_uncached_and_xla_compiled_searches_give_the_hypotheses_and_scores_of_the_default_one(other):
-    # The default search's cache grows a position a step; XLA's is preallocated, the unwritten positions masked.
+    # The default search's cache grows a position a step and drops finished sentences; XLA's is preallocated,
+    # the unwritten positions masked, and keeps every sentence.
     model = tiny_model(seed=4)  # whose 4-best lists hold hypotheses that end with EOS
     inputs = tf.constant([[4, 5, 6, 1, 0], [7, 3, 9, 10, 1], [8, 1, 0, 0, 0]])
     settings = DecodeSettings(beam_size=4, alpha=0.6, extra_length=4, nbest=4)

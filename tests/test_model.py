@@ -248,13 +248,13 @@ def test_scoring_function_equals_teacher_forcing(overrides, use_cache, prealloca
     full = model({"inputs": inputs, "targets": targets}).numpy()
     # Two beams per sentence: rows 2s and 2s + 1 both read sentence s.
     max_length = targets.shape[1] if preallocated else None
-    symbols_to_logits_fn, state = model.scoring_function(inputs, 2, max_length, use_cache)
+    symbols_to_logits_fn, state, sentences = model.scoring_function(inputs, 2, max_length, use_cache)
     decoder_inputs = tf.repeat(tf.pad(targets, [[0, 0], [1, 0]]), 2, axis=0)
     for step in range(targets.shape[1]):
-        logits, state = symbols_to_logits_fn(decoder_inputs[:, : step + 1], step, state)
+        logits, state = symbols_to_logits_fn(decoder_inputs[:, : step + 1], step, state, sentences)
         np.testing.assert_allclose(logits.numpy()[::2], full[:, step], atol=1e-5)
         np.testing.assert_allclose(logits.numpy()[1::2], full[:, step], atol=1e-5)
-    if use_cache:  # the state is the self-attention cache alone: the memory stays in the function
+    if use_cache:  # the state is the self-attention cache alone: the memory is the sentences' (once per sentence)
         assert [sorted(layer) for layer in state] == [["k", "v"]] * TINY.num_layers
         assert state[0]["k"].shape == (4, TINY.num_heads, targets.shape[1], TINY.d_k)
     else:

@@ -59,8 +59,8 @@ from t2t_repro.serve.options import CTRANSLATE2, EngineSettings
 
 # Flags with no effect on what --score_file and --sampling compute: refused there, so that none is ignored.
 NOT_SCORING = ("beam_size", "nbest", "extra_length", "unfinished_compete", "sampling", "temperature", "seed",
-               "ensemble", "jit_compile")
-NOT_SAMPLING = ("beam_size", "alpha", "unfinished_compete", "ensemble", "jit_compile")
+               "ensemble", "jit_compile", "keep_finished")
+NOT_SAMPLING = ("beam_size", "alpha", "unfinished_compete", "ensemble", "jit_compile", "keep_finished")
 
 
 def build_parser():
@@ -95,6 +95,9 @@ def build_parser():
     add("--jit_compile", action="store_true", default=None, help="tensorflow engine, beam search: compile the "
         "search loop with XLA, every step in the same shapes (for GPUs and TPUs; on a CPU it measured many times "
         "slower); scores may differ in the last digits")
+    add("--keep_finished", action="store_true", default=None, help="tensorflow engine, beam search: search "
+        "every sentence of a batch until the batch's last search ends, as versions before 2026-11-27 did, instead "
+        "of dropping each sentence once done: the same outputs, slower, with scores bit for bit as then")
     add("--quiet", action="store_true", help="no progress bar")
     return parser
 
@@ -134,6 +137,8 @@ def _check(args, engine):
             raise UserError("--ensemble is for the tensorflow engine: a CTranslate2 export holds one model")
         if args.jit_compile:
             raise UserError("--jit_compile is for the tensorflow engine: CTranslate2 runs its own compiled search")
+        if args.keep_finished:
+            raise UserError("--keep_finished is for the tensorflow engine: CTranslate2 runs its own search")
         if args.checkpoint:
             raise UserError("--checkpoint is for the tensorflow engine: a CTranslate2 export holds one checkpoint "
                             "(export another with t2t-repro-exporter --format=ctranslate2 --checkpoint=...)")
@@ -184,7 +189,8 @@ def _main(argv):
                                       sampling=sampling, **decode_flags)
     else:
         decoder = jobs.run_decoder(args.output_dir, args.checkpoint, engine.serving_precision, args.t2t_usr_dir,
-                                   ensemble, sampling=sampling, jit_compile=bool(args.jit_compile), **decode_flags)
+                                   ensemble, sampling=sampling, jit_compile=bool(args.jit_compile),
+                                   keep_finished=bool(args.keep_finished), **decode_flags)
     if not args.decode_from_file:
         text_decoder.decode_interactive(decoder, sys.stdin.buffer, sys.stdout)
         return 0

@@ -81,7 +81,8 @@ def _fill_empty_slots(first_scores, first_seq, second_scores, second_seq, beams)
 
 
 def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_lengths, vocab_size, alpha, states=None,
-                eos_id=EOS_ID, unfinished_compete=False, normalized=False, max_length=None, jit_compile=False):
+                eos_id=EOS_ID, unfinished_compete=False, normalized=False, max_length=None, jit_compile=False,
+                sentence_states=None, drop_finished=False):
     """Beam search as TensorFlow ops (section 6.1).
 
     Args:
@@ -103,6 +104,14 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_lengths, vocab
         max_length: int32 scalar at least every max_lengths, the length of the hypotheses' buffers (default the
             largest of max_lengths; XLA needs one known from shapes when the function is traced).
         jit_compile: run the search loop as one XLA-compiled function.
+        sentence_states: a nest of tensors [batch, ...], the same for every beam of a sentence (e.g. its
+            encoder output), passed to `symbols_to_logits_fn` as a fourth argument and never reordered along
+            the beams; None: the function takes three arguments.
+        drop_finished: stop computing the sentences that are done: their rows leave the state, the sentence
+            state and the alive pool (the batch shrinks as its sentences end), instead of being carried to the
+            end of the batch's longest search. The same hypotheses (each sentence is searched on its own), with
+            scores that may differ within float rounding (the products then have fewer rows). Not with
+            `jit_compile`, whose shapes must stay.
 
     Returns:
         ids: int32 [batch, beam_size, length], best first (see `unfinished_compete`); positions after a
@@ -110,6 +119,8 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_lengths, vocab
         scores: float32 [batch, beam_size], log-probability / length_penalty(|Y|); -inf marks an empty slot
             (only when the vocabulary offers fewer than beam_size distinct hypotheses).
     """
+    if drop_finished and jit_compile:
+        raise ValueError("drop_finished changes the batch's shape from step to step: not with jit_compile")
     beams = beam_size
     batch = tf.shape(initial_ids)[0]
     # Beam 1 takes only the best token (greedy); wider beams take 2 x beam candidates, so that at least
@@ -130,14 +141,19 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_lengths, vocab
     finished_scores = tf.fill([batch, beams], _IMPOSSIBLE)
     done = tf.zeros([batch], tf.bool)
     states = {} if states is None else states
+    scores_of = symbols_to_logits_fn if sentence_states is not None else (
+        lambda ids, step, states, sentences: symbols_to_logits_fn(ids, step, states))
+    sentence_states = {} if sentence_states is None else sentence_states
 
     def gather_beams(values, indices):
         return tf.gather(values, indices, batch_dims=1)
 
-    def body(step, alive_seq, alive_log_probs, finished_seq, finished_scores, done, states):
+    def body(step, alive_seq, alive_log_probs, finished_seq, finished_scores, done, states, sentence_states, active):
+        # The alive pool, the state and the sentence state hold the sentences `active` (all of them unless
+        # drop_finished); the finished pool and `done` hold every sentence of the batch.
         batch = tf.shape(alive_log_probs)[0]  # from the loop's own tensors: known to XLA when it compiles
         flat_seq = tf.reshape(alive_seq, [batch * beams, -1])
-        scores, states = symbols_to_logits_fn(flat_seq, step, states)
+        scores, states = scores_of(flat_seq, step, states, sentence_states)
         log_probs = scores if normalized else next_token_log_probs(scores, vocab_size)
         candidates = alive_log_probs[:, :, tf.newaxis] + tf.reshape(log_probs, [batch, beams, vocab_size])
         top_log_probs, top_indices = top_k(tf.reshape(candidates, [batch, beams * vocab_size]), num_candidates)
@@ -145,9 +161,17 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_lengths, vocab
         top_tokens = top_indices % vocab_size
         new_length = step + 1
         top_seq = write_column(gather_beams(alive_seq, top_beams), new_length, top_tokens)
+        if drop_finished:
+            active_max_lengths, active_max_penalty = tf.gather(max_lengths, active), tf.gather(max_penalty, active)
+            active_done = tf.gather(done, active)
+            active_finished_seq, active_finished_scores = (tf.gather(finished_seq, active),
+                                                           tf.gather(finished_scores, active))
+        else:
+            active_max_lengths, active_max_penalty, active_done = max_lengths, max_penalty, done
+            active_finished_seq, active_finished_scores = finished_seq, finished_scores
 
         ends_with_eos = tf.equal(top_tokens, eos_id)
-        cut = tf.logical_and(new_length >= max_lengths[:, tf.newaxis], tf.logical_not(ends_with_eos))
+        cut = tf.logical_and(new_length >= active_max_lengths[:, tf.newaxis], tf.logical_not(ends_with_eos))
         ends = tf.logical_or(ends_with_eos, cut)
 
         # Alive pool: the best candidates that go on; the state follows them.
@@ -155,37 +179,54 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_lengths, vocab
             tf.where(ends, _IMPOSSIBLE, top_log_probs), k=beams
         )
         new_alive_seq = gather_beams(top_seq, alive_picks)
-        source_beams = gather_beams(top_beams, alive_picks)
-        flat_sources = tf.reshape(source_beams + tf.range(batch)[:, tf.newaxis] * beams, [-1])
-        states = tf.nest.map_structure(lambda x: tf.gather(x, flat_sources), states)
+        source_rows = gather_beams(top_beams, alive_picks) + tf.range(batch)[:, tf.newaxis] * beams
 
         # Finished pool: the best of the earlier finished hypotheses and the candidates that end now. Cut ones
         # come only at a sentence's last step, so before it the pool holds hypotheses that ended with EOS.
         scores_now = top_log_probs / length_penalty(new_length, alpha)
         ending_scores = tf.where(ends if unfinished_compete else ends_with_eos, scores_now, _IMPOSSIBLE)
         merged_scores, finished_picks = tf.math.top_k(
-            tf.concat([finished_scores, ending_scores], axis=1), k=beams
+            tf.concat([active_finished_scores, ending_scores], axis=1), k=beams
         )
-        merged_seq = gather_beams(tf.concat([finished_seq, top_seq], axis=1), finished_picks)
+        merged_seq = gather_beams(tf.concat([active_finished_seq, top_seq], axis=1), finished_picks)
         if not unfinished_compete:
             cut_scores, cut_picks = tf.math.top_k(tf.where(cut, scores_now, _IMPOSSIBLE), k=beams)
             merged_scores, merged_seq = _fill_empty_slots(
                 merged_scores, merged_seq, cut_scores, gather_beams(top_seq, cut_picks), beams
             )
         # A sentence already done keeps its pools as they were.
-        new_finished_seq = tf.where(done[:, tf.newaxis, tf.newaxis], finished_seq, merged_seq)
-        new_finished_scores = tf.where(done[:, tf.newaxis], finished_scores, merged_scores)
+        new_finished_seq = tf.where(active_done[:, tf.newaxis, tf.newaxis], active_finished_seq, merged_seq)
+        new_finished_scores = tf.where(active_done[:, tf.newaxis], active_finished_scores, merged_scores)
 
-        best_alive_bound = new_alive_log_probs[:, 0] / max_penalty
+        best_alive_bound = new_alive_log_probs[:, 0] / active_max_penalty
         worst_finished = new_finished_scores[:, -1]
         cannot_improve = tf.logical_not(best_alive_bound > worst_finished)
-        new_done = done | (new_length >= max_lengths) | cannot_improve
-        return step + 1, new_alive_seq, new_alive_log_probs, new_finished_seq, new_finished_scores, new_done, states
+        new_done = active_done | (new_length >= active_max_lengths) | cannot_improve
+        if drop_finished:
+            at_active = active[:, tf.newaxis]
+            new_finished_seq = tf.tensor_scatter_nd_update(finished_seq, at_active, new_finished_seq)
+            new_finished_scores = tf.tensor_scatter_nd_update(finished_scores, at_active, new_finished_scores)
+            all_done = tf.tensor_scatter_nd_update(done, at_active, new_done)
+            # The sentences still searched keep their rows; one gather reorders and drops the state's rows.
+            going_on = tf.reshape(tf.where(tf.logical_not(new_done)), [-1])
+            new_alive_seq, new_alive_log_probs, source_rows, kept = (
+                tf.gather(x, going_on) for x in (new_alive_seq, new_alive_log_probs, source_rows, active))
+            sentence_states = tf.cond(
+                tf.size(going_on) < batch,
+                lambda: tf.nest.map_structure(lambda x: tf.gather(x, going_on), sentence_states),
+                lambda: sentence_states,
+            )
+            new_done, active = all_done, kept
+        states = tf.nest.map_structure(lambda x: tf.gather(x, tf.reshape(source_rows, [-1])), states)
+        return (step + 1, new_alive_seq, new_alive_log_probs, new_finished_seq, new_finished_scores, new_done, states,
+                sentence_states, active)
 
-    def not_all_done(step, alive_seq, alive_log_probs, finished_seq, finished_scores, done, states):
+    def not_all_done(step, alive_seq, alive_log_probs, finished_seq, finished_scores, done, states,
+                     sentence_states, active):
         return tf.logical_not(tf.reduce_all(done))
 
-    loop_vars = (tf.constant(0), start, alive_log_probs, start, finished_scores, done, states)
+    loop_vars = (tf.constant(0), start, alive_log_probs, start, finished_scores, done, states, sentence_states,
+                 tf.range(batch))
     # The batch may be known when the loop starts and unknown after a step (the shapes inside come from tf.shape).
     sequences, pools = tf.TensorShape([None, beams, None]), tf.TensorShape([None, beams])
     invariants = (
@@ -196,8 +237,10 @@ def beam_search(symbols_to_logits_fn, initial_ids, beam_size, max_lengths, vocab
         pools,
         tf.TensorShape([None]),
         tf.nest.map_structure(lambda x: state_invariant(x.shape), states),
+        tf.nest.map_structure(lambda x: tf.TensorShape([None] + x.shape[1:].as_list()), sentence_states),
+        tf.TensorShape([None]),
     )
     loop = compiled_loop(lambda *loop_vars: tf.while_loop(not_all_done, body, loop_vars,
                                                           shape_invariants=invariants), jit_compile)
-    steps, _, _, finished_seq, finished_scores, _, _ = loop(*loop_vars)
+    steps, _, _, finished_seq, finished_scores = loop(*loop_vars)[:5]
     return finished_seq[:, :, 1 : steps + 1], finished_scores

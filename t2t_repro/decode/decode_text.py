@@ -167,10 +167,11 @@ def length_sorted_batches(lengths, batch_size=None, batch_tokens=None):
     return batches
 
 
-def tensorflow_search(model, settings, jit_compile=False):
+def tensorflow_search(model, settings, jit_compile=False, drop_finished=None):
     """The batch search (see the module docstring) of the project's beam search over `model` (a Transformer)
-    with `settings`, compiled once per model and settings (with XLA where `jit_compile`)."""
-    search = compiled_search(model, settings, jit_compile=jit_compile)
+    with `settings`, compiled once per model and settings (with XLA where `jit_compile`; `drop_finished`: see
+    `t2t_repro.decode.transformer_search.search`)."""
+    search = compiled_search(model, settings, jit_compile=jit_compile, drop_finished=drop_finished)
 
     def run(sources):
         return batch_results(*search(padded_batch(sources)))

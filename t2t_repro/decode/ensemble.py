@@ -58,17 +58,17 @@ class Ensemble:
 
     def scoring_function(self, inputs, beam_size, max_length=None, use_cache=True):
         """As `Transformer.scoring_function`, but the function returns the ensemble's log-probabilities
-        (normalized, PAD removed: search them with `beam_search(..., normalized=True)`). Its state is the list
-        of the models' states, each model's self-attention cache in its own shapes."""
-        functions, states = zip(*(model.scoring_function(inputs, beam_size, max_length, use_cache)
-                                  for model in self.models))
+        (normalized, PAD removed: search them with `beam_search(..., normalized=True)`). Its state and sentence
+        state are the lists of the models' own, each model's self-attention cache in its own shapes."""
+        functions, states, sentence_states = zip(*(model.scoring_function(inputs, beam_size, max_length, use_cache)
+                                                   for model in self.models))
 
-        def symbols_to_log_probs(ids, step, states):
+        def symbols_to_log_probs(ids, step, states, sentence_states):
             log_probs, new_states = [], []
-            for function, state in zip(functions, states):
-                logits, state = function(ids, step, state)
+            for function, state, sentences in zip(functions, states, sentence_states):
+                logits, state = function(ids, step, state, sentences)
                 log_probs.append(next_token_log_probs(logits, self.vocab_size))
                 new_states.append(state)
             return log_mean_prob(log_probs), new_states
 
-        return symbols_to_log_probs, list(states)
+        return symbols_to_log_probs, list(states), list(sentence_states)

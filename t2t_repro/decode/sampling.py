@@ -97,13 +97,13 @@ def sample(model, inputs, settings, sampling, seeds):
     # Row s * samples + k is sample k of sentence s, as the model's scoring function lays out beams.
     max_lengths = tf.repeat(max_output_lengths(model, inputs, settings.extra_length), samples)
     longest = tf.reduce_max(max_lengths)
-    symbols_to_logits_fn, cache = model.scoring_function(inputs, samples)
+    symbols_to_logits_fn, cache, sentences = model.scoring_function(inputs, samples)
     uniforms = tf.map_fn(lambda seed: tf.random.stateless_uniform([longest], seed), tf.reshape(seeds, [-1, 2]),
                          fn_output_signature=tf.float32)
     draw = _drawing_function(sampling, vocab_size)
 
     def body(step, ids, log_probs, done, cache):
-        logits, cache = symbols_to_logits_fn(ids, step, cache)
+        logits, cache = symbols_to_logits_fn(ids, step, cache, sentences)
         next_log_probs = tf.reshape(next_token_log_probs(logits, vocab_size), [-1, vocab_size])
         tokens = tf.where(done, PAD_ID, draw(log_probs, next_log_probs, uniforms[:, step]))
         log_probs += tf.where(done, 0.0, tf.gather(next_log_probs, tokens, batch_dims=1))

@@ -43,7 +43,7 @@ def longest_output(model, inputs, extra_length):
     return longest
 
 
-def search(model, inputs, settings, use_cache=True, eos_id=EOS_ID, jit_compile=False):
+def search(model, inputs, settings, use_cache=True, eos_id=EOS_ID, jit_compile=False, drop_finished=None):
     """Beam search as TensorFlow ops, for use inside a `tf.function` (e.g. an exported serving function).
 
     Args:
@@ -59,6 +59,9 @@ def search(model, inputs, settings, use_cache=True, eos_id=EOS_ID, jit_compile=F
             near-tied hypotheses may swap. Without it the cache grows by a position a step, which on a CPU
             measured faster: without XLA nothing is written in place, and a preallocated cache would be copied
             whole at every step.
+        drop_finished: stop computing a sentence once its search is done (the batch shrinks; the same
+            hypotheses, scores within float rounding of a batch that carries every sentence to its end);
+            None: wherever the search is not XLA-compiled, whose shapes must stay.
 
     Returns:
         ids: int32 [batch, nbest, length], best first; positions after a hypothesis' end are PAD (0).
@@ -67,8 +70,8 @@ def search(model, inputs, settings, use_cache=True, eos_id=EOS_ID, jit_compile=F
     inputs = tf.convert_to_tensor(inputs, tf.int32)
     max_lengths = max_output_lengths(model, inputs, settings.extra_length)
     longest = longest_output(model, inputs, settings.extra_length)
-    symbols_to_logits_fn, state = model.scoring_function(inputs, settings.beam_size,
-                                                         longest if jit_compile else None, use_cache)
+    symbols_to_logits_fn, state, sentence_state = model.scoring_function(
+        inputs, settings.beam_size, longest if jit_compile else None, use_cache)
     ids, scores = beam_search(
         symbols_to_logits_fn,
         tf.fill(tf.shape(inputs)[:1], tf.constant(PAD_ID, tf.int32)),
@@ -82,20 +85,25 @@ def search(model, inputs, settings, use_cache=True, eos_id=EOS_ID, jit_compile=F
         normalized=isinstance(model, Ensemble),  # its function returns the mean's log-probabilities
         max_length=longest,
         jit_compile=jit_compile,
+        sentence_states=sentence_state,
+        drop_finished=not jit_compile if drop_finished is None else drop_finished,
     )
     return ids[:, : settings.nbest], scores[:, : settings.nbest]
 
 
-def compiled_search(model, settings, use_cache=True, eos_id=EOS_ID, jit_compile=False):
+def compiled_search(model, settings, use_cache=True, eos_id=EOS_ID, jit_compile=False, drop_finished=None):
     """A `tf.function` inputs [batch, length] -> (ids, scores) of `search` with these settings (cached)."""
     # Truncating sources is not searching: settings that differ only there share one function.
-    key = ("beam", dataclasses.replace(settings, max_input_length=None), use_cache, eos_id, jit_compile)
+    key = ("beam", dataclasses.replace(settings, max_input_length=None), use_cache, eos_id, jit_compile,
+           drop_finished)
     return compiled_for_model(
-        model, key, lambda model, inputs: search(model, inputs, settings, use_cache, eos_id, jit_compile),
+        model, key,
+        lambda model, inputs: search(model, inputs, settings, use_cache, eos_id, jit_compile, drop_finished),
         [tf.TensorSpec([None, None], tf.int32)],
     )
 
 
-def beam_decode(model, inputs, settings, use_cache=True, eos_id=EOS_ID, jit_compile=False):
+def beam_decode(model, inputs, settings, use_cache=True, eos_id=EOS_ID, jit_compile=False, drop_finished=None):
     """Runs `search` compiled (see `search` for the arguments); returns (ids, scores) tensors."""
-    return compiled_search(model, settings, use_cache, eos_id, jit_compile)(tf.convert_to_tensor(inputs, tf.int32))
+    compiled = compiled_search(model, settings, use_cache, eos_id, jit_compile, drop_finished)
+    return compiled(tf.convert_to_tensor(inputs, tf.int32))

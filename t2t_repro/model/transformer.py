@@ -165,15 +165,17 @@ class Transformer(HParamsConfig, keras.Model):
         return self.hparams.max_position if self.hparams.position_encoding == "learned" else None
 
     def scoring_function(self, inputs, beam_size, max_length=None, use_cache=True):
-        """Encodes a batch for beam search (section 6.1); returns (symbols_to_logits_fn, initial_state).
+        """Encodes a batch for beam search (section 6.1); returns (symbols_to_logits_fn, initial_state,
+        sentence_state).
 
-        `symbols_to_logits_fn(ids, step, state)` takes the decoder inputs, ids [batch * beam_size, at least
-        step + 1] starting with PAD_ID, of which the first step + 1 are the hypotheses so far (row s * beam_size + b
-        is beam b of sentence s), and returns the logits of the next token [batch * beam_size, vocab_size] and the
-        new state. The encoder output, its per-layer keys and values and its padding bias are the same for every
-        beam of a sentence: the function holds them once per sentence (the cross-attention reads them for all of
-        its beams in one product), so that the state the search reorders along the beams is the self-attention
-        cache alone: per layer {"k", "v"} [batch * beam_size, h, positions, d].
+        `symbols_to_logits_fn(ids, step, state, sentence_state)` takes the decoder inputs, ids [batch * beam_size,
+        at least step + 1] starting with PAD_ID, of which the first step + 1 are the hypotheses so far (row
+        s * beam_size + b is beam b of sentence s), and returns the logits of the next token [batch * beam_size,
+        vocab_size] and the new state. The state, which the search reorders along the beams it keeps, is the
+        self-attention cache alone: per layer {"k", "v"} [batch * beam_size, h, positions, d]. The sentence
+        state holds what is the same for every beam of a sentence, once per sentence [batch, ...]: the encoder
+        output's per-layer keys and values (the cross-attention reads them for all of a sentence's beams in one
+        product) and its padding bias; a search that drops finished sentences drops their rows of both.
 
         Args:
             inputs: int32 [batch, source_length] source ids, 0-padded.
@@ -188,27 +190,30 @@ class Transformer(HParamsConfig, keras.Model):
         """
         memory, memory_bias = self.encode(inputs)
         if not use_cache:
-            memory = tf.repeat(memory, beam_size, axis=0)
-            memory_bias = tf.repeat(memory_bias, beam_size, axis=0)
-            return (lambda ids, step, state: (self.decode(ids[:, : step + 1], memory, memory_bias)[:, -1], state)), {}
-        memory_kv = [layer.cross_attention.memory_kv(memory) for layer in self.decoder_layers]
+            def uncached_logits(ids, step, state, sentences):
+                memory, memory_bias = (tf.repeat(sentences[name], beam_size, axis=0) for name in ("memory", "bias"))
+                return self.decode(ids[:, : step + 1], memory, memory_bias)[:, -1], state
+
+            return uncached_logits, {}, {"memory": memory, "bias": memory_bias}
+        sentence_state = {"memory_kv": [layer.cross_attention.memory_kv(memory) for layer in self.decoder_layers],
+                          "bias": memory_bias}
         output_matrix = self.output_projection.transposed_matrix(memory.dtype)  # once, not at every step
         fixed_shapes = max_length is not None
 
-        def next_position_logits(ids, step, caches):
+        def next_position_logits(ids, step, caches, sentences):
             x = self.target_positions(self.target_embedding(ids[:, step : step + 1]), start=step)
             self_bias = unwritten_bias(step + 1, tf.shape(caches[0]["k"])[2]) if fixed_shapes else None
             new_caches = []
-            for layer, layer_memory, cache in zip(self.decoder_layers, memory_kv, caches):
-                x, cache = layer(x, memory=layer_memory, self_bias=self_bias, memory_bias=memory_bias, cache=cache,
-                                 cache_index=step if fixed_shapes else None)
+            for layer, layer_memory, cache in zip(self.decoder_layers, sentences["memory_kv"], caches):
+                x, cache = layer(x, memory=layer_memory, self_bias=self_bias, memory_bias=sentences["bias"],
+                                 cache=cache, cache_index=step if fixed_shapes else None)
                 new_caches.append(cache)
             return self.logits(self._final_norm(x, "decoder_norm"), output_matrix)[:, 0], new_caches
 
         h = self.hparams
         empty = empty_cache(tf.shape(memory)[0] * beam_size, h.num_heads, h.d_k, h.d_v,
                             max_length if fixed_shapes else 0, memory.dtype)
-        return next_position_logits, [empty] * len(self.decoder_layers)
+        return next_position_logits, [empty] * len(self.decoder_layers), sentence_state
 
     def get_config(self):
         return {**super().get_config(), "vocab_size": self.vocab_size}

@@ -34,13 +34,14 @@ def average(output_dir, num_last=None):
 
 
 def run_decoder(output_dir, checkpoint=None, precision="float32", usr_dir=None, ensemble=(), sampling=None,
-                jit_compile=False, **settings_flags):
+                jit_compile=False, keep_finished=False, **settings_flags):
     """A TextDecoder of a run's model (TensorFlow beam search, or sampling with `sampling`, a SamplingSettings
     that names a method), restored from `checkpoint` (default: the averaged one when current, else the latest)
     to compute in `precision`, with the problem's decode settings and the given flags. `usr_dir`: a
     --t2t_usr_dir that replaces the one the run recorded. `ensemble`: the output_dirs of more runs whose models
     decode together with this one's (`t2t_repro.run.ensemble`). `jit_compile`: the beam search loop compiled
-    with XLA (`t2t_repro.decode.transformer_search.search`)."""
+    with XLA; `keep_finished`: every sentence of a batch searched until the batch's last ends, not dropped when
+    done (`t2t_repro.decode.transformer_search.search`)."""
     if ensemble:
         loaded = restore_ensemble(output_dir, ensemble, checkpoint, precision, usr_dir)
         description = loaded.description
@@ -52,7 +53,7 @@ def run_decoder(output_dir, checkpoint=None, precision="float32", usr_dir=None, 
         search = sampling_search(loaded.model, settings, sampling)
     else:
         settings, sampling = loaded.decode_settings(**settings_flags), None
-        search = tensorflow_search(loaded.model, settings, jit_compile)
+        search = tensorflow_search(loaded.model, settings, jit_compile, drop_finished=False if keep_finished else None)
     return TextDecoder(search, settings, loaded.vocabulary, loaded.problem.postprocess, description, sampling)
 
 
