@@ -30,8 +30,8 @@ log-probability of the sample at temperature 1, not length-normalised). topk:1 i
 outputs of --beam_size=1. With the tensorflow engine a sentence's samples depend only on the seed, the model and
 the sentence, not on its batch (which changes their scores within float rounding) nor on its line. With
 --engine=ctranslate2 CTranslate2's own sampler draws them (with the same scores) from one random stream for the
-whole command, so they also depend on the input lines, their order and the batching (--batch_tokens, --batch_size). With either engine the
-same command gives the same output.
+whole command, so they also depend on the input lines, their order and the batching (--batch_tokens or
+--batch_size). With either engine the same command gives the same output.
 
 Scoring (--score_file=TGT, line-aligned with --decode_from_file=SRC) decodes nothing: for each pair it writes
 "<log P(TGT | SRC)>\\t<tokens>\\t<score>", the log-probability of the target given the source under the model
