@@ -20,6 +20,15 @@ from t2t_repro.settings import check_fields, check_interval, setting
 DEFAULT_BATCH_TOKENS = 1024
 
 
+def check_batching(batch_size, batch_tokens):
+    """UserError unless at most one of a batch size in lines and one in tokens is given, each at least 1."""
+    if batch_size is not None and batch_tokens is not None:
+        raise UserError("give --batch_size (sentences) or --batch_tokens (tokens) per batch, not both")
+    for name, value in (("batch_size", batch_size), ("batch_tokens", batch_tokens)):
+        if value is not None and value < 1:
+            raise UserError(f"--{name}={value}: must be at least 1")
+
+
 @dataclasses.dataclass(frozen=True)
 class DecodeSettings:
     """Beam search settings; the defaults are the paper's translation settings (section 6.1)."""

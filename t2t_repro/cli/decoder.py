@@ -53,7 +53,7 @@ from t2t_repro.cli.common import (
     ArgumentParser, add_checkpoint_flag, add_ensemble_flag, add_settings_flags, add_usr_dir_flag, ctranslate2_jobs,
     ensemble_dirs, import_usr_dir, quiet_tensorflow, run_main, settings_from_flags, settings_values, show_info_logs,
 )
-from t2t_repro.decode_settings import DEFAULT_BATCH_TOKENS, DecodeSettings, SamplingSettings
+from t2t_repro.decode_settings import DEFAULT_BATCH_TOKENS, DecodeSettings, SamplingSettings, check_batching
 from t2t_repro.errors import UserError
 from t2t_repro.serve.options import CTRANSLATE2, EngineSettings
 
@@ -115,11 +115,7 @@ def _batching(args):
 
 def _check(args, engine):
     """UserError for flags that do not go together, before any model is loaded."""
-    if args.batch_size is not None and args.batch_tokens is not None:
-        raise UserError("give --batch_size (sentences) or --batch_tokens (tokens) per batch, not both")
-    for name in ("batch_size", "batch_tokens"):
-        if getattr(args, name) is not None and getattr(args, name) < 1:
-            raise UserError(f"--{name}={getattr(args, name)}: must be at least 1")
+    check_batching(args.batch_size, args.batch_tokens)
     if args.score_file:
         if not args.decode_from_file:
             raise UserError("--score_file needs --decode_from_file, the source of each of its lines")

@@ -30,7 +30,7 @@ from tqdm import tqdm
 from t2t_repro import safe_write
 from t2t_repro.data.parallel_files import text_lines
 from t2t_repro.decode.transformer_search import compiled_search
-from t2t_repro.decode_settings import DEFAULT_BATCH_TOKENS
+from t2t_repro.decode_settings import DEFAULT_BATCH_TOKENS, check_batching
 from t2t_repro.errors import UserError
 from t2t_repro.special_tokens import EOS_ID, PAD_ID
 
@@ -147,13 +147,9 @@ def length_sorted_batches(lengths, batch_size=None, batch_tokens=None):
     A batch holds `batch_size` lines, or, by default, as many as fit a budget of `batch_tokens` padded tokens
     (lines x the batch's longest line; DEFAULT_BATCH_TOKENS when neither is given), as OpenNMT-py's
     `-batch_type tokens`: short lines go in larger batches. A line longer than the budget is a batch alone."""
-    if batch_size is not None and batch_tokens is not None:
-        raise UserError("give a batch size in lines (--batch_size) or in tokens (--batch_tokens), not both")
+    check_batching(batch_size, batch_tokens)
     if batch_size is None and batch_tokens is None:
         batch_tokens = DEFAULT_BATCH_TOKENS
-    for name, value in (("batch_size", batch_size), ("batch_tokens", batch_tokens)):
-        if value is not None and value < 1:
-            raise UserError(f"{name}={value}: must be at least 1")
     order = sorted((i for i, length in enumerate(lengths) if length is not None), key=lambda i: -lengths[i])
     batches = []
     for i in order:
