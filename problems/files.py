@@ -13,9 +13,10 @@ German only, section 6.1). parse_files reads `T/{train,dev,test}.mrg` (Penn Tree
 layout of lines) or `T/{train,dev,test}.trees` (one tree per line), cleans the trees as WSJ's are and is scored
 by EVALB F1 (section 6.3). `t2t-repro-trainer --problem=translate_files --problem_help` lists the settings.
 
-Both share one vocabulary between source and target, as the paper does (section 5.1): each side having its
-own vocabulary is not offered (it would take a second tokenizer through datagen, decoding and both export
-formats).
+translate_files shares one vocabulary between source and target by default, as the paper does (section 5.1);
+`shared_vocabulary=false,source_vocab_size=S,target_vocab_size=T` gives each side its own, the choice for pairs
+whose scripts differ (English-Chinese, English-Russian), where a shared one spends most of its pieces on one side.
+parse_files always shares one (a sentence's words reappear in its tree).
 """
 
 import dataclasses
@@ -30,10 +31,14 @@ from t2t_repro.data.translation import TranslationProblem
 from t2t_repro.errors import UserError
 from t2t_repro.evaluate.scorers import BleuScorer, ParseF1Scorer
 from t2t_repro.registry import register_problem
-from t2t_repro.settings import check_fields, setting
+from t2t_repro.settings import check_fields, check_interval, setting
 
 _LANGUAGE_CODE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}")
 _VOCAB_SIZE_HELP = "SentencePiece vocabulary size, one vocabulary for source and target (section 5.1)"
+# Settings added after runs were recorded: left out of the recorded settings at these values, so that data and
+# runs made before them still match.
+_RECORDED_WHEN_SET = {"shared_vocabulary": True, "source_vocab_size": None, "target_vocab_size": None,
+                      "character_coverage": None}
 _SAMPLE_HELP = "sentences (source and target counted apart) sampled from train to learn the vocabulary from"
 TREEBANK_SUFFIXES = (".mrg", ".trees")
 
@@ -43,6 +48,15 @@ class SubwordTranslationSettings:
     """The vocabulary and BLEU settings of a translation problem read from files (translate_files, multi30k_*)."""
 
     vocab_size: int = setting(8000, _VOCAB_SIZE_HELP)
+    shared_vocabulary: bool = setting(True, "one vocabulary for both sides (section 5.1, which then ties all three "
+                                            "embedding matrices); false: each side its own, source_vocab_size and "
+                                            "target_vocab_size pieces (the target embedding stays tied with the "
+                                            "softmax)")
+    source_vocab_size: int | None = setting(None, "the source vocabulary's size (shared_vocabulary=false)")
+    target_vocab_size: int | None = setting(None, "the target vocabulary's size (shared_vocabulary=false)")
+    character_coverage: float | None = setting(None, "SentencePiece's share of the characters that get pieces of "
+                                                     "their own, the rarest rest spelled in bytes (empty: 0.9995 "
+                                                     "for Chinese, Japanese and Korean text, else 0.9999)")
     vocab_model_type: str = setting("bpe", "bpe (the paper's EN-DE) or unigram (word pieces, the paper's EN-FR)",
                                     choices=("bpe", "unigram"))
     vocab_sample_sentences: int = setting(2_000_000, _SAMPLE_HELP)
@@ -56,6 +70,19 @@ class SubwordTranslationSettings:
 
     def __post_init__(self):
         check_fields(self, self.what)
+        if self.character_coverage is not None:
+            check_interval(self, self.what, ["character_coverage"], 0, 1, low_open=True, high_open=False)
+        sides = ("source_vocab_size", "target_vocab_size")
+        if not self.shared_vocabulary:
+            missing = [name for name in sides if getattr(self, name) is None]
+            if missing:
+                raise UserError(f"{self.what} shared_vocabulary=false needs {' and '.join(missing)}: each side's "
+                                "vocabulary size, e.g. source_vocab_size=8000,target_vocab_size=8000")
+        else:
+            given = [name for name in sides if getattr(self, name) is not None]
+            if given:
+                raise UserError(f"{self.what} {given[0]} is for separate vocabularies: add shared_vocabulary=false "
+                                "(the shared vocabulary's size is vocab_size)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,6 +131,14 @@ class SubwordTranslation(TranslationProblem):
     vocab_model_type = property(lambda self: self.settings.vocab_model_type)
     vocab_sample_sentences = property(lambda self: self.settings.vocab_sample_sentences)
     vocab_from = property(lambda self: self.settings.vocab_from or None)
+    shared_vocabulary = property(lambda self: self.settings.shared_vocabulary)
+    source_vocab_size = property(lambda self: self.settings.source_vocab_size)
+    target_vocab_size = property(lambda self: self.settings.target_vocab_size)
+    character_coverage = property(lambda self: self.settings.character_coverage)
+
+    def settings_dict(self):
+        return {key: value for key, value in super().settings_dict().items()
+                if key not in _RECORDED_WHEN_SET or value != _RECORDED_WHEN_SET[key]}
 
     def data_settings(self):
         """All settings but the BLEU tokenizer, which changes the scoring and not the data."""

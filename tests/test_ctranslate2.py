@@ -51,7 +51,7 @@ def tf_decode(serving_run):
 
     def decode(texts, **settings):
         text_decoder = jobs.run_decoder(str(serving_run), extra_length=EXTRA_LENGTH, **settings)
-        return search_texts_nbest(texts, text_decoder.search, text_decoder.vocabulary, text_decoder.settings,
+        return search_texts_nbest(texts, text_decoder.search, text_decoder.vocabularies, text_decoder.settings,
                                   progress=False)
 
     return decode
@@ -59,7 +59,7 @@ def tf_decode(serving_run):
 
 def ct2_decode(model_dir, texts, **settings):
     text_decoder = ctranslate2_jobs.export_decoder(str(model_dir), **settings)
-    return search_texts_nbest(texts, text_decoder.search, text_decoder.vocabulary, text_decoder.settings,
+    return search_texts_nbest(texts, text_decoder.search, text_decoder.vocabularies, text_decoder.settings,
                               progress=False)
 
 
@@ -203,7 +203,7 @@ def test_sample_scores_are_their_log_probabilities_as_the_tensorflow_scorer_give
                                                                                         sources):
     text_decoder = ctranslate2_jobs.export_decoder(
         str(ct2_export), sampling=SamplingSettings("topk:5", temperature=0.7, seed=1), nbest=2)
-    vocabulary = text_decoder.vocabulary
+    vocabulary = text_decoder.vocabularies.source
     ids = [vocabulary.encode(text) + [EOS_ID] for text in sources[300:320]]
     results = text_decoder.search(ids)
     pairs = [(source, sample, score) for source, samples in zip(ids, results) for sample, score in samples]

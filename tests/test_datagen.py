@@ -104,7 +104,7 @@ def test_damaged_data_is_not_reused(tmp_path, manual_dir, damage):
 
 def test_reading_missing_data_names_the_path_and_the_command(tmp_path):
     problem = get_problem("wmt_ende")
-    for read in (lambda: problem.vocabulary(tmp_path), lambda: problem.text_pairs("test", tmp_path)):
+    for read in (lambda: problem.vocabularies(tmp_path), lambda: problem.text_pairs("test", tmp_path)):
         with pytest.raises(UserError) as error:
             read()
         assert str(tmp_path / "wmt_ende") in str(error.value)

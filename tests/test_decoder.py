@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from t2t_repro.cli import decoder as decoder_cli
 from t2t_repro.data.problem import Problem
+from t2t_repro.data.vocabulary import Vocabularies
 from t2t_repro.decode.decode_text import (
     decode_file, decode_texts, decode_texts_nbest, length_sorted_batches, read_source_lines, tensorflow_search,
 )
@@ -48,6 +49,9 @@ class CharVocabulary:
         return "".join(chars)
 
 
+CHARS = Vocabularies.shared_one(CharVocabulary())
+
+
 @register_problem
 class DecoderTestChars(Problem):
     """Characters to characters, for the decoding tests (no data: the vocabulary is fixed)."""
@@ -63,8 +67,8 @@ class DecoderTestChars(Problem):
     def data_ready(self, data_dir):
         return True
 
-    def vocabulary(self, data_dir):
-        return CharVocabulary()
+    def vocabularies(self, data_dir):
+        return CHARS
 
     def dataset(self, split, data_dir):
         return tf.data.Dataset.from_tensors({"inputs": [3, EOS_ID], "targets": [4, EOS_ID]})
@@ -88,7 +92,7 @@ def model():
 
 
 def decode(texts, model, batch_size=None, batch_tokens=None, **settings):
-    return decode_texts(texts, model, CharVocabulary(), SETTINGS.override(**settings), DecoderTestChars().postprocess,
+    return decode_texts(texts, model, CHARS, SETTINGS.override(**settings), DecoderTestChars().postprocess,
                         batch_size=batch_size, batch_tokens=batch_tokens, progress=False)
 
 
@@ -154,7 +158,7 @@ def test_decode_file_keeps_line_count_and_refuses_text_that_is_not_utf8(model, t
     lines = read_source_lines(source)
     assert lines == ["abc", "", "de", "bad"]
     target = tmp_path / "out.txt"
-    count = decode_file(source, target, tensorflow_search(model, SETTINGS), CharVocabulary(), SETTINGS,
+    count = decode_file(source, target, tensorflow_search(model, SETTINGS), CHARS, SETTINGS,
                         DecoderTestChars().postprocess, progress=False)
     written = target.read_text(encoding="utf-8").split("\n")
     assert count == 4 and written[-1] == "" and len(written) == 5
@@ -171,14 +175,14 @@ def test_nbest_file_has_n_scored_lines_per_input_best_first(model, tmp_path):
     target = tmp_path / "out.txt"
     postprocess = DecoderTestChars().postprocess
     settings = SETTINGS.override(nbest=3)
-    decode_file(source, target, tensorflow_search(model, settings), CharVocabulary(), settings, postprocess,
+    decode_file(source, target, tensorflow_search(model, settings), CHARS, settings, postprocess,
                 progress=False)
     rows = [line.split("\t", 1) for line in target.read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 6
     for first in (0, 3):
         scores = [float(score) for score, _ in rows[first : first + 3]]
         assert scores == sorted(scores, reverse=True)
-    nbest = decode_texts_nbest(["abc"], model, CharVocabulary(), SETTINGS.override(nbest=3), postprocess,
+    nbest = decode_texts_nbest(["abc"], model, CHARS, SETTINGS.override(nbest=3), postprocess,
                                progress=False)
     assert [h.text for h in nbest[0]] == [text for _, text in rows[:3]]
     assert rows[0][1] == decode(["abc"], model)[0]

@@ -100,7 +100,7 @@ def test_export_runs_without_the_project_and_matches_the_decoder(exported_model,
 
     sources = _sources(parallel_text_dir)
     run = restore_run(serving_run)
-    source_ids = [run.vocabulary.encode(text) + [EOS_ID] for text in sources[:3]]
+    source_ids = [run.vocabularies.source.encode(text) + [EOS_ID] for text in sources[:3]]
     padded = np.zeros([3, max(map(len, source_ids))], np.int32)
     for row, ids in enumerate(source_ids):
         padded[row, : len(ids)] = ids

@@ -114,7 +114,7 @@ def test_ctranslate2_engine_serves_nbest_lists_and_parsing_trees_per_hypothesis(
     assert read_export_metadata(version)["decode"]["nbest"] == NBEST
     text_decoder = ctranslate2_jobs.export_decoder(str(version))
     assert text_decoder.settings.nbest == NBEST  # the export's default, as its beam size
-    expected = search_texts_nbest(sources[:6], text_decoder.search, text_decoder.vocabulary, text_decoder.settings,
+    expected = search_texts_nbest(sources[:6], text_decoder.search, text_decoder.vocabularies, text_decoder.settings,
                                   progress=False)
     # The same export with its metadata naming a parsing problem: each hypothesis is served as a tree.
     parsing = tmp_path / "parsing"

@@ -68,7 +68,7 @@ def test_shards_are_the_round_robin_of_one_pass_shuffled_per_shard(tmp_path):
     problem = SmallBlocks()
     data_dir = tmp_path / "data"
     problem.generate_data(data_dir, manual_dir=manual, workers=2)
-    vocab = problem.vocabulary(data_dir)
+    vocab = problem.vocabularies(data_dir).target
     kept = []
     for source, target in problem.raw_pairs("train", None, manual):
         source, target = source.strip(), target.strip()

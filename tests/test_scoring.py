@@ -79,7 +79,7 @@ def test_scoring_the_nbest_file_gives_the_scores_the_beam_search_reported(traine
     assert len(columns) == len(rows) == NBEST * len(source_lines)
 
     decoder = jobs.run_decoder(str(trained_run), nbest=NBEST, extra_length=EXTRA_LENGTH)
-    _, encoded = encode_sources(source_lines, decoder.settings, decoder.vocabulary)
+    _, encoded = encode_sources(source_lines, decoder.settings, decoder.vocabularies.source)
     hypotheses = [ids for source in encoded for ids, _ in
                   (decoder.search([source])[0] if source else [(None, 0.0)] * NBEST)]
     compared = 0
@@ -88,7 +88,7 @@ def test_scoring_the_nbest_file_gives_the_scores_the_beam_search_reported(traine
             assert (reported, text, log_prob, tokens, score) == ("0.000000", "", "0.000000", "0", "0.000000")
             continue
         ids = _unpadded(ids)
-        if ids[-1] == EOS_ID and list(decoder.vocabulary.encode(text)) == ids[:-1]:
+        if ids[-1] == EOS_ID and list(decoder.vocabularies.source.encode(text)) == ids[:-1]:
             compared += 1
             assert int(tokens) == len(ids)
             assert abs(float(score) - float(reported)) < 1e-5, (text, score, reported)

@@ -71,7 +71,7 @@ def test_concurrent_requests_are_batched_and_answered_as_the_decoder_answers(ser
     decoder = ctranslate2_jobs.export_decoder(str(ct2_base))
     from t2t_repro.decode.decode_text import search_texts_nbest
 
-    best = search_texts_nbest(sentences, decoder.search, decoder.vocabulary, decoder.settings, progress=False)
+    best = search_texts_nbest(sentences, decoder.search, decoder.vocabularies, decoder.settings, progress=False)
     direct = {s: (h[0].text, h[0].score) for s, h in zip(sentences, best)}
     requests = [[sentences[(5 * i + k) % len(sentences)] for k in range(1 + i % 3)] for i in range(96)]
     failures, lock = [], threading.Lock()

@@ -105,6 +105,6 @@ def test_a_byte_order_mark_does_not_stay_in_the_first_sentence(tmp_path):
     problem = get_problem("wmt_ende")
     problem.generate_data(tmp_path / "data", manual_dir=manual, workers=1)
     assert problem.text_pairs("test", tmp_path / "data")[0] == TRAIN[0]
-    vocab = problem.vocabulary(tmp_path / "data")
+    vocab = problem.vocabularies(tmp_path / "data").target
     first = next(problem.dataset("test", tmp_path / "data").as_numpy_iterator())
     assert vocab.decode(first["inputs"]) == TRAIN[0][0]

@@ -32,7 +32,7 @@ def test_wmt_problem_through_tfds_mock_data(tmp_path, name, source, target, mode
         summary = problem.generate_data(data_dir, tmp_dir=tmp_path / "tfds")
     assert summary["reused"] is False
     assert problem.data_ready(data_dir)
-    vocab = problem.vocabulary(data_dir)
+    vocab = problem.vocabularies(data_dir).target
     assert summary["vocab_size"] == vocab.vocab_size < requested  # the mock corpus is tiny
     kept = {split: counts["examples"] for split, counts in summary["splits"].items()}
     dropped = sum(c["dropped_empty"] + c["dropped_too_long"] for c in summary["splits"].values())
@@ -81,7 +81,7 @@ def test_wmt_ende_from_local_files_counts_drops_and_keeps_test_whole(tmp_path):
     assert summary["splits"]["test"] == {"examples": 3, "dropped_empty": 0, "dropped_too_long": 0}
     assert problem.text_pairs("test", tmp_path / "data") == TEST
     assert problem.text_pairs("dev", tmp_path / "data") == DEV
-    vocab = problem.vocabulary(tmp_path / "data")
+    vocab = problem.vocabularies(tmp_path / "data").target
     train = problem.dataset("train", tmp_path / "data").as_numpy_iterator()
     train_targets = {vocab.decode(example["targets"]) for example in train}
     assert train_targets == {"Das Haus ist klein.", "Die Straße ist lang.", "Guten Morgen!", "Vielen Dank."}

@@ -78,7 +78,7 @@ def test_generates_data_and_scores_gold_trees_perfectly(tmp_path, treebank):
 
     pairs = problem.text_pairs("test", tmp_path / "data")
     assert pairs == TEST_PAIRS
-    vocabulary = problem.vocabulary(tmp_path / "data")
+    vocabulary = problem.vocabularies(tmp_path / "data").target
     for _, target in pairs:
         pieces = vocabulary.encode(target)
         assert len(pieces) == len(target.split())  # every bracket token and tag is one piece

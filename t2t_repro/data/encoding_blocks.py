@@ -36,7 +36,7 @@ from t2t_repro.data.vocabulary import Vocabulary
 from t2t_repro.special_tokens import EOS_ID
 
 _LENGTH = struct.Struct("<I")
-_LOADED = {}  # vocabulary model path -> (WordCache, ExampleSerializer), one per worker process
+_LOADED = {}  # vocabulary model path -> WordCache: a worker's one or two (source and target) vocabularies
 CACHE_WORDS = 1_000_000  # words a cache holds before it starts afresh (about 150 MB)
 
 
@@ -93,12 +93,13 @@ def watch_parent(interval=1.0):
 class BlockJob:
     """What every block of one split shares."""
 
-    vocab_path: str  # the SentencePiece model to encode with
+    vocab_path: str  # the SentencePiece model to encode targets (and, shared, sources) with
     directory: str  # where block files go
     split: str
     num_shards: int
     max_tokens: int  # train pairs with a longer side (EOS included) are dropped
     keep_text: bool  # dev and test: keep every pair, and write its text
+    source_vocab_path: str = ""  # the sources' own model when the vocabularies are separate ("": vocab_path)
 
     def block_path(self, index):
         return os.path.join(self.directory, f"{self.split}-block-{index:07d}.records")
@@ -115,32 +116,38 @@ class BlockResult:
     dropped_too_long: int
     shortest: int | None  # the fewest ids on the longer side of a kept pair (EOS included)
     group_offsets: tuple  # num_shards + 1 offsets: group r is bytes [offsets[r], offsets[r + 1])
-    used_ids: frozenset  # the ids in the kept examples' sources and targets, EOS included
+    used_ids: frozenset  # the ids in the kept examples' targets, and sources when shared, EOS included
+    used_source_ids: frozenset = frozenset()  # separate vocabularies: the ids in the kept examples' sources
 
 
-def _tools(vocab_path):
+def _word_cache(vocab_path, keep=()):
+    """The cached encoder of `vocab_path`, loaded once per process; those of other paths than `keep` go."""
     if vocab_path not in _LOADED:
-        vocabulary = Vocabulary(vocab_path)
-        _LOADED.clear()
-        _LOADED[vocab_path] = (WordCache(vocabulary), ExampleSerializer(vocabulary.vocab_size))
+        for path in [path for path in _LOADED if path not in keep]:
+            del _LOADED[path]
+        _LOADED[vocab_path] = WordCache(Vocabulary(vocab_path))
     return _LOADED[vocab_path]
 
 
 def encode_block(job, index, pairs):
     """Encodes the block `index` of a split (a list of stripped (source, target) strings) and writes its block
     file (and, for dev and test, its text); returns its `BlockResult`."""
-    encoder, serialize = _tools(job.vocab_path)
+    paths = (job.source_vocab_path or job.vocab_path, job.vocab_path)
+    source_encoder, target_encoder = (_word_cache(path, keep=paths) for path in paths)
+    separate = source_encoder is not target_encoder
+    serialize = ExampleSerializer(max(encoder.vocabulary.vocab_size for encoder in (source_encoder, target_encoder)))
     dropped_empty = 0
     if not job.keep_text:
         kept = [pair for pair in pairs if pair[0] and pair[1]]
         dropped_empty = len(pairs) - len(kept)
     else:
         kept = pairs
-    sources = encoder.encode_batch([source for source, _ in kept])
-    targets = encoder.encode_batch([target for _, target in kept])
+    sources = source_encoder.encode_batch([source for source, _ in kept])
+    targets = target_encoder.encode_batch([target for _, target in kept])
     groups = [[] for _ in range(job.num_shards)]
     texts = []
     used = set()
+    used_source = used if not separate else set()
     shortest = None
     count = dropped_too_long = 0
     for pair, source_ids, target_ids in zip(kept, sources, targets):
@@ -153,7 +160,7 @@ def encode_block(job, index, pairs):
         if job.keep_text:
             texts.append(json.dumps(pair, ensure_ascii=False) + "\n")
         shortest = longer if shortest is None else min(shortest, longer)
-        used.update(source_ids)
+        used_source.update(source_ids)
         used.update(target_ids)
         record = serialize(source_ids, target_ids)
         groups[count % job.num_shards].append(_LENGTH.pack(len(record)) + record)
@@ -168,14 +175,14 @@ def encode_block(job, index, pairs):
         with open(job.block_path(index) + ".jsonl", "w", encoding="utf-8") as out:
             out.writelines(texts)
     return BlockResult(index, len(pairs), count, dropped_empty, dropped_too_long, shortest, tuple(offsets),
-                       frozenset(used))
+                       frozenset(used), frozenset(used_source) if separate else frozenset())
 
 
 def unused_ids(vocab_path, used_ids):
     """How many ids of the vocabulary `vocab_path`, the reserved ones and the byte-fallback pieces aside (those
     spell characters the vocabulary lacks, which training text seldom has), are not among `used_ids`: pieces
     the data never shows the model (their embeddings only ever learn to be improbable)."""
-    return len(_tools(vocab_path)[0].vocabulary.ordinary_ids().difference(used_ids))
+    return len(_word_cache(vocab_path).vocabulary.ordinary_ids().difference(used_ids))
 
 
 def read_group(path, start, end):

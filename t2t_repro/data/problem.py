@@ -37,7 +37,7 @@ class Problem(abc.ABC):
     decode_settings: "t2t_repro.decode_settings.DecodeSettings"  # beam search defaults of the task
     scorer: object  # (hypotheses, references, sources) -> figures, with .headline(figures) -> (name, value)
     postprocess_note: str  # what `postprocess` does, for export metadata
-    vocab_size: int  # the requested vocabulary size (the trained one is `vocabulary(data_dir).vocab_size`)
+    vocab_size: int  # the requested vocabulary size (the trained ones are `vocabularies(data_dir)`)
     settings_class = NoSettings
 
     def __init__(self, settings=None):
@@ -62,16 +62,17 @@ class Problem(abc.ABC):
         Idempotent: complete data is reused, an incomplete earlier run is detected and redone.
         `vocabulary_sha256` (a restart's): the vocabulary the data must have; when the one trained now differs,
         a UserError before anything is published, so the data already there stays as it was.
-        `vocabulary_from`: a `Vocabulary` (the run named by the problem's vocab_from) to encode with instead
-        of training one."""
+        `vocabulary_from`: the `Vocabularies` of the run named by the problem's vocab_from, to encode with
+        instead of training them."""
 
     @abc.abstractmethod
     def data_ready(self, data_dir):
         """True when `data_dir` holds this problem's complete, verified data."""
 
     @abc.abstractmethod
-    def vocabulary(self, data_dir):
-        """The problem's `Vocabulary` (t2t_repro.data.vocabulary), loaded from `data_dir`."""
+    def vocabularies(self, data_dir):
+        """The problem's `Vocabularies` (t2t_repro.data.vocabulary): the source side's and the target side's, one
+        object twice when shared; loaded from `data_dir`."""
 
     @abc.abstractmethod
     def dataset(self, split, data_dir, max_length=None, shard=None):
@@ -93,7 +94,7 @@ class Problem(abc.ABC):
 
     def vocabulary_report(self, data_dir):
         """The vocabulary's figures for report.json."""
-        return {"size": self.vocabulary(data_dir).vocab_size}
+        return {"size": self.vocabularies(data_dir).target.vocab_size}
 
     def evaluate(self, hypotheses, references, sources):
         """Scores postprocessed hypotheses against references with the problem's scorer."""

@@ -134,7 +134,8 @@ def write_split(pool, job, out_dir, pairs, block_pairs, total=None, shuffle=Fals
 
     Returns:
         (shard file names, counts): counts has examples, dropped_empty, dropped_too_long, shortest_pair and
-        unused_ids (the vocabulary's ids, PAD, EOS and UNK aside, that no kept example of the split holds).
+        unused_ids (the vocabulary's ids, PAD, EOS and UNK aside, that no kept example of the split holds; with
+        separate vocabularies the target vocabulary's, and unused_source_ids the source vocabulary's).
 
     Raises:
         OSError: a file could not be written (the block directory is removed all the same).
@@ -142,13 +143,15 @@ def write_split(pool, job, out_dir, pairs, block_pairs, total=None, shuffle=Fals
     os.makedirs(job.directory)
     results = []
     used = set()
+    used_source = set()
     try:
         with tqdm.tqdm(total=total, desc=f"encoding {job.split}", unit=" pairs", mininterval=2.0,
                        unit_scale=True) as bar:
             for result in pool.map_blocks(job, _blocks(pairs, block_pairs)):
                 # One set of used ids for the split, not one per block (hundreds of MB for WMT14's 550 blocks).
                 used.update(result.used_ids)
-                results.append(dataclasses.replace(result, used_ids=frozenset()))
+                used_source.update(result.used_source_ids)
+                results.append(dataclasses.replace(result, used_ids=frozenset(), used_source_ids=frozenset()))
                 bar.update(result.pairs)
         names = _assemble(job, out_dir, results, shuffle)
         if job.keep_text:
@@ -163,6 +166,8 @@ def write_split(pool, job, out_dir, pairs, block_pairs, total=None, shuffle=Fals
         "shortest_pair": min(shortest) if shortest else None,
         "unused_ids": unused_ids(job.vocab_path, used),
     }
+    if job.source_vocab_path:
+        counts["unused_source_ids"] = unused_ids(job.source_vocab_path, used_source)
     return names, counts
 
 

@@ -4,7 +4,8 @@ A subclass says where the raw pairs come from (`raw_pairs`) and how its vocabula
 attributes); this class generates, verifies and serves the data:
 
     generate_data: pass 1 streams the train pairs once and keeps a bounded, seeded reservoir sample of
-                   sentences (both sides: the vocabulary is shared, section 5.1) to train SentencePiece on;
+                   pairs to train SentencePiece on: one vocabulary on both sides (shared, section 5.1), or
+                   each side's own on its sentences (`shared_vocabulary = False`; `problem_vocabularies`);
                    pass 2 streams every split again in blocks, which worker processes encode and write
                    (`--workers`, default one per CPU core; `split_writer`), then deals the examples out to
                    TFRecord shards: the same bytes whatever the number of workers. Nothing holds the whole
@@ -26,9 +27,9 @@ data whose source files (`source_files`, fingerprinted by size, time and content
 
 The vocabulary is sized for the data: where vocab_size is one of the problem's settings, a size SentencePiece
 cannot reach on the corpus is an error giving the size it reaches (the paper's problems, whose sizes are
-fixed, take what the corpus gives and say so); when more than `UNUSED_WARNING_SHARE` of the pieces never occur
-in the encoded train split, datagen says so (each unused piece still costs a row of the output projection and
-the softmax at every target position).
+fixed, take what the corpus gives and say so); when more than a tenth of the pieces never occur in the encoded
+train split, datagen says so (each unused piece still costs a row of the output projection and the softmax at
+every target position); `problem_vocabularies` does both.
 """
 
 import abc
@@ -45,21 +46,20 @@ import tqdm
 
 from t2t_repro import safe_write
 from t2t_repro.data import (
-    encoding_blocks, example_proto, ptb_tree, reading, records, source_fingerprint, split_writer,
+    encoding_blocks, example_proto, problem_vocabularies, ptb_tree, reading, records, source_fingerprint, split_writer,
 )
 from t2t_repro.data import vocabulary as vocabulary_module
 from t2t_repro.data.encoding_blocks import BlockJob
 from t2t_repro.data.problem import SPLITS, Problem
 from t2t_repro.data.split_writer import EncodingPool
-from t2t_repro.data.vocabulary import MODEL_SUFFIX, Vocabulary, train_vocabulary
+from t2t_repro.data.vocabulary import default_character_coverage
 from t2t_repro.errors import UserError
 from t2t_repro.settings import dict_differences
 
-VOCAB_PREFIX = "vocab"
-UNUSED_WARNING_SHARE = 0.10
 _SAMPLE_SEED = 20170612  # the paper's arXiv date; any fixed seed keeps the vocabulary reproducible
 # Modules whose code shapes the generated data besides the problem's own classes (see `data_version`).
-_ENCODING_MODULES = (records, vocabulary_module, ptb_tree, example_proto, encoding_blocks, split_writer)
+_ENCODING_MODULES = (records, vocabulary_module, problem_vocabularies, ptb_tree, example_proto, encoding_blocks,
+                     split_writer)
 
 
 def source_digest(paths):
@@ -82,9 +82,14 @@ def _return_freed_memory():
 
 
 class TextPairProblem(Problem):
-    """A Problem whose raw data is (source text, target text) pairs, both sides sharing one vocabulary."""
+    """A Problem whose raw data is (source text, target text) pairs, both sides sharing one vocabulary (section
+    5.1) unless `shared_vocabulary` is False."""
 
-    vocab_size = 8000
+    vocab_size = 8000  # the shared vocabulary's size
+    shared_vocabulary = True  # False: the source and the target side each get a vocabulary of their own
+    source_vocab_size = None  # separate vocabularies: each side's size
+    target_vocab_size = None
+    character_coverage = None  # SentencePiece's; None: by the languages' scripts (`vocabulary_coverage`)
     vocab_model_type = "bpe"  # a SentencePiece model type: bpe, unigram, char, word
     vocab_sample_sentences = 2_000_000  # sentences (source and target counted separately) to train it on
     vocab_from = None  # a run whose vocabulary encodes the data (read by the run layer, given to generate_data)
@@ -107,6 +112,23 @@ class TextPairProblem(Problem):
     def vocab_user_symbols(self):
         """Strings the vocabulary must keep as single pieces (parsing: tree brackets)."""
         return ()
+
+    def vocabulary_languages(self, side):
+        """The language codes of the text a vocabulary of `side` ("shared", "source" or "target") is trained on
+        (none known by default)."""
+        return ()
+
+    def vocabulary_coverage(self, side):
+        """SentencePiece's character_coverage for the vocabulary of `side`: the problem's setting, else what suits
+        its languages' scripts."""
+        return self.character_coverage or default_character_coverage(self.vocabulary_languages(side))
+
+    def requested_vocab_size(self, side):
+        """The size asked for the vocabulary of `side`: "shared", "source" or "target"."""
+        return self.vocab_size if side == "shared" else getattr(self, f"{side}_vocab_size")
+
+    def vocabulary_sides(self):
+        return ("shared",) if self.shared_vocabulary else ("source", "target")
 
     def data_version(self):
         """What the generated data depends on besides the raw data: a digest of the code of this problem's
@@ -165,21 +187,10 @@ class TextPairProblem(Problem):
                             f"{remedy}")
 
     def vocabulary_report(self, data_dir):
-        """The vocabulary's figures for report.json: its size (requested and trained) and the ordinary pieces
-        (neither reserved nor byte fallback) that never occur in the encoded train split."""
-        metadata = self.metadata(data_dir)
-        unused = metadata["splits"]["train"].get("unused_ids")
-        ordinary = metadata.get("vocab_ordinary_pieces")
-        report = {"size": metadata["vocab_size"], "requested_size": metadata.get("vocab_requested_size"),
-                  "model_type": metadata.get("vocab_model_type"), "ordinary_pieces": ordinary,
-                  "unused_in_train": unused}
-        if unused is not None and ordinary:
-            report["unused_share"] = round(unused / ordinary, 4)
-        return report
+        return problem_vocabularies.vocabulary_report(self.metadata(data_dir))
 
-    def vocabulary(self, data_dir):
-        self.metadata(data_dir)
-        return Vocabulary(os.path.join(self.problem_dir(data_dir), VOCAB_PREFIX + MODEL_SUFFIX))
+    def vocabularies(self, data_dir):
+        return problem_vocabularies.read_vocabularies(self.problem_dir(data_dir), self.metadata(data_dir))
 
     def check_max_length(self, data_dir, max_length):
         """Raises UserError when no train pair fits `max_length` tokens per side (EOS included): training would
@@ -213,7 +224,9 @@ class TextPairProblem(Problem):
         start = time.perf_counter()
         final_dir = self.problem_dir(data_dir)
         version = self.data_version()
-        vocabulary_module.check_vocab_size(self.vocab_size, len(self.vocab_user_symbols()))
+        for side in self.vocabulary_sides():
+            vocabulary_module.check_vocab_size(self.requested_vocab_size(side), len(self.vocab_user_symbols()),
+                                               problem_vocabularies.size_setting(side))
         self.check_existing_data(data_dir, manual_dir)
         if records.is_complete(final_dir, verify_checksums=True, data_version=version):
             return self._summary(records.read_metadata(final_dir), final_dir, True, time.perf_counter() - start)
@@ -232,24 +245,20 @@ class TextPairProblem(Problem):
 
     def _generate(self, work_dir, version, tmp_dir, manual_dir, start, workers, vocabulary_sha256=None,
                   vocabulary_from=None):
-        """Writes the vocabulary, every split and the metadata into `work_dir`; returns the metadata."""
-        model_path = os.path.join(work_dir, VOCAB_PREFIX + MODEL_SUFFIX)
+        """Writes the vocabularies, every split and the metadata into `work_dir`; returns the metadata."""
         if vocabulary_from is None:
             sample, train_pairs = self._vocabulary_sample(tmp_dir, manual_dir)
-            print(f"{self.name}: training a {self.vocab_size:,}-piece {self.vocab_model_type} vocabulary on "
-                  f"{len(sample):,} sentences", file=sys.stderr, flush=True)
-            vocabulary = train_vocabulary(sample, model_path[: -len(MODEL_SUFFIX)], self.vocab_size,
-                                          self.vocab_model_type, self.vocab_user_symbols())
+            vocabularies = problem_vocabularies.train_vocabularies(self, sample, work_dir)
             del sample
             _return_freed_memory()  # the peak so far, before the workers add theirs
-            self._check_vocabulary_size(vocabulary.vocab_size)
         else:
-            print(f"{self.name}: encoding with the {vocabulary_from.vocab_size:,}-piece vocabulary of "
-                  f"{self.vocab_from}", file=sys.stderr, flush=True)
-            safe_write.write_file(model_path, vocabulary_from.serialized_model)
-            vocabulary = Vocabulary(model_path)
+            sizes = (f"{vocabulary_from.target.vocab_size:,}-piece vocabulary" if vocabulary_from.shared else
+                     f"{vocabulary_from.source.vocab_size:,}-piece source and {vocabulary_from.target.vocab_size:,}"
+                     "-piece target vocabularies")
+            print(f"{self.name}: encoding with the {sizes} of {self.vocab_from}", file=sys.stderr, flush=True)
+            vocabularies = problem_vocabularies.copy_vocabularies(vocabulary_from, work_dir)
             train_pairs = None
-        trained_sha256 = records.file_sha256(vocabulary.model_path)
+        trained_sha256 = vocabularies.sha256
         if vocabulary_sha256 and trained_sha256 != vocabulary_sha256:
             raise UserError(f"problem {self.name} now trains another vocabulary (sha256 {trained_sha256[:12]}...) "
                             f"than the run being restarted trained with ({vocabulary_sha256[:12]}...): its settings "
@@ -259,9 +268,9 @@ class TextPairProblem(Problem):
         with EncodingPool(workers) as pool:
             for split in SPLITS:
                 total = train_pairs if split == "train" else None
-                splits[split] = self._write_split(pool, work_dir, split, vocabulary, tmp_dir, manual_dir, total)
-        ordinary_pieces = len(vocabulary.ordinary_ids())
-        self._report_unused_pieces(vocabulary.vocab_size, ordinary_pieces, splits["train"]["unused_ids"])
+                splits[split] = self._write_split(pool, work_dir, split, vocabularies, tmp_dir, manual_dir, total)
+        vocabulary_fields = problem_vocabularies.metadata_fields(self, vocabularies, splits["train"])
+        problem_vocabularies.report_unused_pieces(self, vocabulary_fields, splits["train"])
         seconds = time.perf_counter() - start
         return records.write_metadata(
             work_dir,
@@ -271,12 +280,7 @@ class TextPairProblem(Problem):
                 "manual_dir": os.path.abspath(manual_dir) if manual_dir else None,
                 "source_files": self._source_fingerprint(tmp_dir, manual_dir),
                 "data_version": version,
-                "vocab_size": vocabulary.vocab_size,
-                "vocab_requested_size": self.vocab_size,
-                "vocab_model_type": self.vocab_model_type,
-                "vocab_ordinary_pieces": ordinary_pieces,
-                "vocab_file": VOCAB_PREFIX + MODEL_SUFFIX,
-                "vocab_sha256": trained_sha256,
+                **vocabulary_fields,
                 "vocab_from": os.path.abspath(self.vocab_from) if vocabulary_from is not None else None,
                 "max_tokens_per_side": self.max_tokens_per_side,
                 "splits": splits,
@@ -288,33 +292,6 @@ class TextPairProblem(Problem):
         if not manual_dir:
             return {}
         return source_fingerprint.fingerprint(self.source_files(tmp_dir, manual_dir), os.path.abspath(manual_dir))
-
-    def _vocab_size_is_a_setting(self):
-        return "vocab_size" in self.data_settings()
-
-    def _check_vocabulary_size(self, trained_size):
-        """A vocab_size the user chose and the corpus cannot give is an error; a fixed one is taken as reached."""
-        if trained_size >= self.vocab_size:
-            return
-        reached = (f"SentencePiece's {self.vocab_model_type} training on this corpus reaches {trained_size:,} "
-                   f"pieces, not the {self.vocab_size:,} requested")
-        if self._vocab_size_is_a_setting():
-            raise UserError(f"problem {self.name}: vocab_size={self.vocab_size} cannot be reached: {reached}; set "
-                            f"vocab_size={trained_size} or less (--problem_overrides)")
-        print(f"{self.name}: {reached} (its class fixes vocab_size; for your own files translate_files and "
-              "parse_files take it as a setting)", file=sys.stderr, flush=True)
-
-    def _report_unused_pieces(self, vocab_size, ordinary_pieces, unused):
-        """Says, in one line, when more than UNUSED_WARNING_SHARE of the ordinary pieces (neither reserved nor
-        byte fallback) never occur in the train split."""
-        share = unused / max(1, ordinary_pieces)
-        if share <= UNUSED_WARNING_SHARE:
-            return
-        how = ("--problem_overrides=vocab_size=N" if self._vocab_size_is_a_setting()
-               else "the problem class's vocab_size; translate_files and parse_files take it as a setting")
-        print(f"{self.name}: {unused:,} of the {ordinary_pieces:,} vocabulary pieces ({share:.0%}) never occur in the "
-              f"encoded train split; each costs output-projection and softmax work at every target token: a "
-              f"vocab_size near {vocab_size - unused:,} covers the same text ({how})", file=sys.stderr, flush=True)
 
     def _stripped_pairs(self, split, tmp_dir, manual_dir):
         for source, target in self.raw_pairs(split, tmp_dir, manual_dir):
@@ -341,14 +318,15 @@ class TextPairProblem(Problem):
                     reservoir[slot] = (source, target)
         if not reservoir:
             raise UserError(f"problem {self.name}: the train split holds no non-empty sentence pair")
-        return [sentence for pair in reservoir for sentence in pair], count
+        return reservoir, count
 
-    def _write_split(self, pool, work_dir, split, vocabulary, tmp_dir, manual_dir, total):
+    def _write_split(self, pool, work_dir, split, vocabularies, tmp_dir, manual_dir, total):
         """Pass 2 for one split (`split_writer`): encodes, filters (train only), writes shards and (dev/test)
         the raw texts. Records the split's counts and its shortest pair (the longer side's ids, EOS included)."""
         keep_text = split != "train"
-        job = BlockJob(vocabulary.model_path, os.path.join(work_dir, f".blocks-{split}"), split,
-                       self.train_shards if split == "train" else 1, self.max_tokens_per_side, keep_text)
+        job = BlockJob(vocabularies.target.model_path, os.path.join(work_dir, f".blocks-{split}"), split,
+                       self.train_shards if split == "train" else 1, self.max_tokens_per_side, keep_text,
+                       "" if vocabularies.shared else vocabularies.source.model_path)
         pairs = self._stripped_pairs(split, tmp_dir, manual_dir)
         names, counts = split_writer.write_split(pool, job, work_dir, pairs, self.encode_chunk_pairs, total=total,
                                                  shuffle=split == "train")
@@ -370,6 +348,7 @@ class TextPairProblem(Problem):
             "directory": directory,
             "reused": reused,
             "vocab_size": metadata["vocab_size"],
+            "source_vocab_size": metadata.get("vocabularies", {}).get("source", {}).get("size"),
             "splits": splits,
             "seconds": round(seconds, 3),
         }
@@ -393,7 +372,10 @@ def summary_line(summary):
         parts.append(f"{split} {counts['examples']:,}{detail}")
     action = "reused" if summary["reused"] else "generated"
     speed = f", {summary['pairs_per_s']:,.0f} pairs/s" if "pairs_per_s" in summary else ""
+    vocab = f"{summary['vocab_size']:,}"
+    if summary.get("source_vocab_size"):
+        vocab = f"{summary['source_vocab_size']:,} source + {vocab} target"
     return (
-        f"{summary['problem']}: {action} {', '.join(parts)} examples; vocab {summary['vocab_size']:,}; "
+        f"{summary['problem']}: {action} {', '.join(parts)} examples; vocab {vocab}; "
         f"{summary['seconds']:.1f} s{speed}; in {summary['directory']}"
     )

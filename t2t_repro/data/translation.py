@@ -24,8 +24,8 @@ TFDS_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
 
 
 class TranslationProblem(TextPairProblem):
-    """Translation from `source_language` to `target_language`, one shared vocabulary; the registered problem
-    hands in its scorer (BLEU into the target language)."""
+    """Translation from `source_language` to `target_language`, one shared vocabulary unless
+    `shared_vocabulary` is False; the registered problem hands in its scorer (BLEU into the target language)."""
 
     decode_settings = TRANSLATION_DECODE_SETTINGS
     postprocess_note = "none: outputs are final"
@@ -33,6 +33,10 @@ class TranslationProblem(TextPairProblem):
     target_language: str
     tfds_name: str = ""  # e.g. "wmt14_translate/de-en"; empty: local text files only
     sgml_sets: dict = {}  # split -> the WMT test set whose official SGML files may stand for it
+
+    def vocabulary_languages(self, side):
+        return {"source": (self.source_language,), "target": (self.target_language,)}.get(
+            side, (self.source_language, self.target_language))
 
     def raw_text_dir(self, tmp_dir, manual_dir):
         """The directory of plain parallel text files to read, or None to use TFDS."""

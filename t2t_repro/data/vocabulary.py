@@ -13,8 +13,13 @@ Text round-trips exactly: `vocab.decode(vocab.encode(s)) == s` for any string, b
     vocab = train_vocabulary(sentences, "/data/wmt_ende/vocab", 37000, "bpe")
     ids = vocab.encode("Hello world")       # no EOS; the data pipeline appends it
     text = vocab.decode(ids + [EOS_ID, 5])  # stops at EOS -> "Hello world"
+
+A model reads its sources with one vocabulary and writes its targets with another (`Vocabularies`): the same
+one twice when the vocabulary is shared (section 5.1), each side's own otherwise.
 """
 
+import dataclasses
+import hashlib
 import io
 import os
 import re
@@ -95,25 +100,78 @@ class Vocabulary:
         return self._processor.id_to_piece(int(token))
 
 
+@dataclasses.dataclass(frozen=True)
+class Vocabularies:
+    """The vocabulary that encodes sources and the one that encodes and decodes targets: one object twice when
+    they are shared (section 5.1, the default), two when each side has its own (`shared_vocabulary=false`)."""
+
+    source: Vocabulary
+    target: Vocabulary
+
+    @classmethod
+    def shared_one(cls, vocabulary):
+        return cls(vocabulary, vocabulary)
+
+    @property
+    def shared(self):
+        return self.source is self.target
+
+    @property
+    def sha256(self):
+        """Which vocabularies: a shared one's is its model's sha256 (as runs have always recorded it); separate
+        ones' is the sha256 of both models, source first, so that either side differing shows."""
+        if self.shared:
+            return hashlib.sha256(self.target.serialized_model).hexdigest()
+        digest = hashlib.sha256()
+        for side in (self.source, self.target):
+            digest.update(hashlib.sha256(side.serialized_model).digest())
+        return digest.hexdigest()
+
+    def model_sizes(self):
+        """The vocabulary sizes a Transformer is built with: build_transformer(hparams, **model_sizes())."""
+        return {"vocab_size": self.target.vocab_size,
+                "source_vocab_size": None if self.shared else self.source.vocab_size}
+
+    def side_sha256s(self):
+        """{"source": sha256, "target": sha256} of the two models (the same twice when shared)."""
+        return {side: hashlib.sha256(getattr(self, side).serialized_model).hexdigest()
+                for side in ("source", "target")}
+
+
+# SentencePiece's advice for character_coverage: 0.9995 for languages with rich character sets (Chinese,
+# Japanese), 1.0 for small ones; 0.9999 is what a shared vocabulary of Latin-script languages has always used here.
+RICH_SCRIPT_LANGUAGES = ("zh", "ja", "ko")
+RICH_SCRIPT_COVERAGE = 0.9995
+DEFAULT_COVERAGE = 0.9999
+
+
+def default_character_coverage(languages):
+    """The character_coverage for a vocabulary of text in `languages` (codes such as "en", "zh-Hans"): the rich
+    scripts' where any of them writes one."""
+    rich = any(str(code).lower().split("-")[0].split("_")[0] in RICH_SCRIPT_LANGUAGES for code in languages)
+    return RICH_SCRIPT_COVERAGE if rich else DEFAULT_COVERAGE
+
+
 MAX_VOCAB_SIZE = 1_000_000
 _BYTE_PIECES = 256
 
 
-def check_vocab_size(vocab_size, user_symbols=0):
+def check_vocab_size(vocab_size, user_symbols=0, size_name="vocab_size"):
     """UserError for a vocab_size SentencePiece cannot be asked for: at most the reserved ids, the byte pieces
     and the `user_symbols` (it fails without a word on such sizes), or past MAX_VOCAB_SIZE."""
     smallest = len((PAD_ID, EOS_ID, UNK_ID)) + _BYTE_PIECES + user_symbols + 1
     if not isinstance(vocab_size, int) or vocab_size < smallest:
         held = ["the 3 reserved ids", f"{_BYTE_PIECES} byte pieces"] + (
             [f"{user_symbols} fixed symbols"] if user_symbols else [])
-        raise UserError(f"vocab_size={vocab_size} is too small: a vocabulary holds {', '.join(held[:-1])} and "
+        raise UserError(f"{size_name}={vocab_size} is too small: a vocabulary holds {', '.join(held[:-1])} and "
                         f"{held[-1]} before any piece of text; give at least {smallest} (thousands are usual)")
     if vocab_size > MAX_VOCAB_SIZE:
-        raise UserError(f"vocab_size={vocab_size:,} is over {MAX_VOCAB_SIZE:,}; the paper's vocabularies have "
+        raise UserError(f"{size_name}={vocab_size:,} is over {MAX_VOCAB_SIZE:,}; the paper's vocabularies have "
                         "37,000 (EN-DE) and 32,000 (EN-FR) pieces (section 5.1)")
 
 
-def train_vocabulary(sentences, model_prefix, vocab_size, model_type, user_defined_symbols=()):
+def train_vocabulary(sentences, model_prefix, vocab_size, model_type, user_defined_symbols=(),
+                     character_coverage=DEFAULT_COVERAGE, size_name="vocab_size"):
     """Trains a SentencePiece vocabulary and writes `model_prefix.model` (and a readable `.vocab`) atomically.
 
     Args:
@@ -123,13 +181,16 @@ def train_vocabulary(sentences, model_prefix, vocab_size, model_type, user_defin
             (`hard_vocab_limit=false`); a size below the characters the corpus needs is a UserError.
         model_type: "bpe", "unigram", "char" or "word".
         user_defined_symbols: strings always kept as single pieces (e.g. parse-tree brackets).
+        character_coverage: the share of the sample's characters that get pieces of their own; the rarest rest
+            are spelled by byte pieces (`default_character_coverage`).
+        size_name: the setting that gives vocab_size, for messages (e.g. target_vocab_size).
 
     Returns:
         the trained `Vocabulary`.
     """
     if model_type not in MODEL_TYPES:
         raise UserError(f"vocabulary model type {model_type!r}: must be one of {', '.join(MODEL_TYPES)}")
-    check_vocab_size(vocab_size, len(user_defined_symbols))
+    check_vocab_size(vocab_size, len(user_defined_symbols), size_name)
     model_prefix = os.fspath(model_prefix)
     model = io.BytesIO()
     try:
@@ -148,7 +209,7 @@ def train_vocabulary(sentences, model_prefix, vocab_size, model_type, user_defin
             normalization_rule_name="identity",
             remove_extra_whitespaces=False,
             hard_vocab_limit=False,
-            character_coverage=0.9999,
+            character_coverage=character_coverage,
             train_extremely_large_corpus=False,
             num_threads=os.cpu_count() or 1,
             minloglevel=2,
@@ -157,7 +218,7 @@ def train_vocabulary(sentences, model_prefix, vocab_size, model_type, user_defin
         too_small = _TOO_SMALL.search(str(error))
         if too_small:
             raise UserError(
-                f"vocab_size={vocab_size} is smaller than the {too_small.group(2)} characters, bytes and "
+                f"{size_name}={vocab_size} is smaller than the {too_small.group(2)} characters, bytes and "
                 f"reserved symbols this corpus needs"
             ) from None
         if "sentences_.empty()" in str(error) or "all_chars_count" in str(error):

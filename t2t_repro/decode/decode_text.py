@@ -1,8 +1,8 @@
 """Decoding lists of source strings and text files with a trained model, in input order.
 
-    hypotheses = decode_texts(sources, model, vocabulary, settings, problem.postprocess)      # list[str]
-    nbest = decode_texts_nbest(sources, model, vocabulary, settings.override(nbest=4))   # list[list[Hypothesis]]
-    nbest = search_texts_nbest(sources, search, vocabulary, settings)   # any engine's batch search
+    hypotheses = decode_texts(sources, model, vocabularies, settings, problem.postprocess)      # list[str]
+    nbest = decode_texts_nbest(sources, model, vocabularies, settings.override(nbest=4))   # list[list[Hypothesis]]
+    nbest = search_texts_nbest(sources, search, vocabularies, settings)   # any engine's batch search
 
 A batch search is a function `search(sources) -> results`: `sources` a list of source id lists, each ending
 in EOS; `results` per source, its `settings.nbest` hypotheses best first, each (target ids, score), the ids
@@ -176,21 +176,22 @@ def tensorflow_search(model, settings, jit_compile=False, drop_finished=None):
     return run
 
 
-def decode_texts_nbest(texts, model, vocabulary, settings, postprocess=None, **options):
+def decode_texts_nbest(texts, model, vocabularies, settings, postprocess=None, **options):
     """Decodes every source string with `model` by beam search; returns, in input order, a list of
     `settings.nbest` Hypothesis per input (see `search_texts_nbest` for the options)."""
-    return search_texts_nbest(texts, tensorflow_search(model, settings), vocabulary, settings, postprocess,
+    return search_texts_nbest(texts, tensorflow_search(model, settings), vocabularies, settings, postprocess,
                               **options)
 
 
-def search_texts_nbest(texts, search, vocabulary, settings, postprocess=None, batch_size=None, batch_tokens=None,
+def search_texts_nbest(texts, search, vocabularies, settings, postprocess=None, batch_size=None, batch_tokens=None,
                        progress=True):
     """Decodes every source string; returns, in input order, a list of `settings.nbest` Hypothesis per input.
 
     Args:
         texts: source strings.
         search: a batch search (see the module docstring), e.g. `tensorflow_search(model, settings)`.
-        vocabulary: the model's `Vocabulary`.
+        vocabularies: the model's `Vocabularies` (sources encoded with the source one, outputs decoded with the
+            target one).
         settings: the `DecodeSettings` of the search; its max_input_length (default DEFAULT_MAX_INPUT_LENGTH)
             truncates longer sources, EOS included, with a warning.
         postprocess: `postprocess(decoded_text, source_text)`, e.g. a problem's; None keeps the decoded text.
@@ -200,7 +201,8 @@ def search_texts_nbest(texts, search, vocabulary, settings, postprocess=None, ba
 
     An empty line gives `nbest` empty hypotheses with score 0.0.
     """
-    texts, encoded = encode_sources(texts, settings, vocabulary)
+    texts, encoded = encode_sources(texts, settings, vocabularies.source)
+    target = vocabularies.target
     lengths = [None if ids is None else len(ids) for ids in encoded]
     batches = length_sorted_batches(lengths, batch_size, batch_tokens)
     nbest = settings.nbest
@@ -212,7 +214,7 @@ def search_texts_nbest(texts, search, vocabulary, settings, postprocess=None, ba
         for indices in batches:
             for i, hypotheses in zip(indices, search([encoded[i] for i in indices])):
                 output_tokens += sum(1 for token in hypotheses[0][0] if token != PAD_ID)
-                results[i] = [Hypothesis(_postprocess(postprocess, vocabulary.decode(ids), texts[i], i + 1), score)
+                results[i] = [Hypothesis(_postprocess(postprocess, target.decode(ids), texts[i], i + 1), score)
                               for ids, score in hypotheses[:nbest]]
             bar.update(len(indices))
     if progress and count:
@@ -222,9 +224,9 @@ def search_texts_nbest(texts, search, vocabulary, settings, postprocess=None, ba
     return results
 
 
-def decode_texts(texts, model, vocabulary, settings, postprocess=None, **options):
+def decode_texts(texts, model, vocabularies, settings, postprocess=None, **options):
     """The best postprocessed hypothesis of every source string, in input order (see `decode_texts_nbest`)."""
-    results = decode_texts_nbest(texts, model, vocabulary, settings.override(nbest=1), postprocess, **options)
+    results = decode_texts_nbest(texts, model, vocabularies, settings.override(nbest=1), postprocess, **options)
     return [per_input[0].text for per_input in results]
 
 
@@ -233,13 +235,13 @@ def output_lines(results, nbest):
     return [per_input[0].text for per_input in results] if nbest == 1 else format_nbest(results)
 
 
-def decode_file(source_path, target_path, search, vocabulary, settings, postprocess=None, **options):
+def decode_file(source_path, target_path, search, vocabularies, settings, postprocess=None, **options):
     """Decodes a text file line by line with a batch search (`tensorflow_search(model, settings)`, say) into
     `target_path` (written atomically); returns the line count.
 
     With settings.nbest 1 the output has one hypothesis per line; with nbest N it has N lines per input in the
     `format_nbest` layout, "<score>\\t<text>"."""
     sources = read_source_lines(source_path)
-    results = search_texts_nbest(sources, search, vocabulary, settings, postprocess, **options)
+    results = search_texts_nbest(sources, search, vocabularies, settings, postprocess, **options)
     write_lines(target_path, output_lines(results, settings.nbest))
     return len(sources)

@@ -1,7 +1,7 @@
 """Scoring given translations of a source file: each pair's log-probability under the model and the corpus
 perplexity (fairseq's --score-reference and Sockeye's sockeye-score are the idea).
 
-    results = score_text_files("newstest2014.en", "newstest2014.de", scorer, vocabulary, settings)
+    results = score_text_files("newstest2014.en", "newstest2014.de", scorer, vocabularies, settings)
     lines = format_scores(results)            # "<log P>\\t<tokens>\\t<score>" per pair
     total = corpus_total(results)             # total.perplexity = exp(-sum log P / sum tokens)
 
@@ -91,7 +91,7 @@ def _target_limit(scorer, settings):
     return longest_output, "the longest output the decoder gives: max_input_length + extra_length"
 
 
-def score_texts(sources, targets, scorer, vocabulary, settings, batch_size=None, batch_tokens=None, progress=True):
+def score_texts(sources, targets, scorer, vocabularies, settings, batch_size=None, batch_tokens=None, progress=True):
     """Scores every (source, target) string pair with a batch scorer (`t2t_repro.decode.scoring`); returns a
     PairScore per pair, in input order.
 
@@ -99,7 +99,7 @@ def score_texts(sources, targets, scorer, vocabulary, settings, batch_size=None,
         sources, targets: strings, as many of each.
         scorer: a batch scorer, e.g. `tensorflow_scorer(model, settings.alpha)`; its `max_target_length`
             attribute, where it has one, is the longest target it can read (tokens with EOS).
-        vocabulary: the model's `Vocabulary`.
+        vocabularies: the model's `Vocabularies`.
         settings: the `DecodeSettings` whose max_input_length truncates sources as decoding does.
         batch_size, batch_tokens: pairs per batch, or padded tokens of the longer side per batch (the default,
             `length_sorted_batches`).
@@ -107,8 +107,8 @@ def score_texts(sources, targets, scorer, vocabulary, settings, batch_size=None,
     """
     if len(sources) != len(targets):
         raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
-    _, encoded_sources = encode_sources(sources, settings, vocabulary, _NOT_SCORED)
-    encoded_targets = _encode_targets(targets, vocabulary, *_target_limit(scorer, settings))
+    _, encoded_sources = encode_sources(sources, settings, vocabularies.source, _NOT_SCORED)
+    encoded_targets = _encode_targets(targets, vocabularies.target, *_target_limit(scorer, settings))
     pairs = [None if source is None or target is None else (source, target)
              for source, target in zip(encoded_sources, encoded_targets)]
     # The longer side of a pair decides the batch it joins: similar lengths both sides pad little.
@@ -124,10 +124,10 @@ def score_texts(sources, targets, scorer, vocabulary, settings, batch_size=None,
     return results
 
 
-def score_text_files(source_path, target_path, scorer, vocabulary, settings, **options):
+def score_text_files(source_path, target_path, scorer, vocabularies, settings, **options):
     """`score_texts` of two line-aligned text files (UserError naming both line counts when they differ)."""
     check_aligned(source_path, target_path)
-    return score_texts(read_source_lines(source_path), read_source_lines(target_path), scorer, vocabulary,
+    return score_texts(read_source_lines(source_path), read_source_lines(target_path), scorer, vocabularies,
                        settings, **options)
 
 

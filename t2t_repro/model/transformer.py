@@ -18,7 +18,8 @@ ENCODER_DECODER_ATTENTION = "encoder_decoder_attention"
 
 
 class Transformer(HParamsConfig, keras.Model):
-    """Encoder-decoder Transformer with a shared vocabulary (section 3, Figure 1).
+    """Encoder-decoder Transformer (section 3, Figure 1), its vocabulary shared by both sides (section 5.1) or
+    each side's own.
 
     The decoder reads the targets shifted right by one position, with PAD_ID (0) as the start symbol, so the
     prediction for position i depends only on the targets before i (section 3.1).
@@ -31,7 +32,11 @@ class Transformer(HParamsConfig, keras.Model):
             precision (the Keras dtype policy: float32, or mixed_bfloat16 / mixed_float16, whose float32 islands
             are the attention softmax, the layer-normalization statistics, the positional encodings and the
             logits).
-        vocab_size: size of the shared source/target vocabulary.
+        vocab_size: size of the target vocabulary (the softmax's), and of the source one when shared.
+        source_vocab_size: the source vocabulary's size when the sides have their own (None: shared). Section 3.4
+            ties all three embedding matrices because the vocabulary is shared; with separate vocabularies only
+            the target embedding and the pre-softmax projection can be one matrix (shared_embedding), and the
+            source embedding has its own rows.
 
     Call arguments:
         features: {"inputs": [batch, source_length], "targets": [batch, target_length]} int ids, 0-padded.
@@ -49,23 +54,31 @@ class Transformer(HParamsConfig, keras.Model):
         TensorShape([1, 3, 100])
     """
 
-    def __init__(self, hparams, vocab_size, **kwargs):
+    def __init__(self, hparams, vocab_size, source_vocab_size=None, **kwargs):
         # The precision policy (float32 weights; mixed_* compute in bfloat16 or float16) is the hparams' unless
         # a `dtype` is given, e.g. a float32 serving graph of a mixed-precision run.
         kwargs.setdefault("dtype", hparams.precision)
         super().__init__(**kwargs)
         self.hparams = hparams
         self.vocab_size = vocab_size
+        self.source_vocab_size = source_vocab_size
         d_model = hparams.d_model
         rows = padded_vocab_size(vocab_size, hparams.vocab_multiple)
         sublayer = {"dtype": self.dtype_policy}
 
-        source_name = "shared_embedding" if hparams.shared_embedding else "source_embedding"
-        self.source_embedding = TokenEmbedding(rows, d_model, name=source_name, **sublayer)
-        if hparams.shared_embedding:
-            self.target_embedding = self.output_projection = self.source_embedding
+        if source_vocab_size is None:
+            source_name = "shared_embedding" if hparams.shared_embedding else "source_embedding"
+            self.source_embedding = TokenEmbedding(rows, d_model, name=source_name, **sublayer)
+            self.target_embedding = self.source_embedding if hparams.shared_embedding else None
         else:
+            source_rows = padded_vocab_size(source_vocab_size, hparams.vocab_multiple)
+            self.source_embedding = TokenEmbedding(source_rows, d_model, name="source_embedding", **sublayer)
+            self.target_embedding = None
+        if self.target_embedding is None:
             self.target_embedding = TokenEmbedding(rows, d_model, name="target_embedding", **sublayer)
+        if hparams.shared_embedding:
+            self.output_projection = self.target_embedding
+        else:
             self.output_projection = TokenEmbedding(rows, d_model, name="output_projection", **sublayer)
         positions = (d_model, hparams.position_encoding, hparams.max_position)
         self.source_positions = PositionEncoding(*positions, name="source_positions", **sublayer)
@@ -216,7 +229,7 @@ class Transformer(HParamsConfig, keras.Model):
         return next_position_logits, [empty] * len(self.decoder_layers), sentence_state
 
     def get_config(self):
-        return {**super().get_config(), "vocab_size": self.vocab_size}
+        return {**super().get_config(), "vocab_size": self.vocab_size, "source_vocab_size": self.source_vocab_size}
 
 
 def padded_vocab_size(vocab_size, multiple):
@@ -224,12 +237,13 @@ def padded_vocab_size(vocab_size, multiple):
     return -(-vocab_size // multiple) * multiple
 
 
-def build_transformer(hparams, vocab_size, precision=None):
-    """A Transformer for `hparams` with every weight created (by one call on a one-token batch).
+def build_transformer(hparams, vocab_size, precision=None, source_vocab_size=None):
+    """A Transformer for `hparams` with every weight created (by one call on a one-token batch); `vocab_size` is
+    the target vocabulary's, `source_vocab_size` the source one's when the sides have their own.
 
     `precision` (a Keras dtype policy name) overrides hparams.precision, e.g. "float32" to serve a
     mixed-precision run in float32; the weights are float32 whatever the policy, so any checkpoint restores."""
-    model = Transformer(hparams, vocab_size, **({"dtype": precision} if precision else {}))
+    model = Transformer(hparams, vocab_size, source_vocab_size, **({"dtype": precision} if precision else {}))
     ones = tf.ones([1, 1], tf.int32)
     model({"inputs": ones, "targets": ones})
     return model
@@ -245,7 +259,7 @@ def half_precision_weights(model):
     compute_dtype = model.dtype_policy.compute_dtype
     if compute_dtype == "float32":
         return model
-    copy = build_transformer(model.hparams, model.vocab_size, precision=compute_dtype)
+    copy = build_transformer(model.hparams, model.vocab_size, compute_dtype, model.source_vocab_size)
     for target, source in zip(copy.weights, model.weights, strict=True):
         target.assign(tf.cast(source, target.dtype))
     return copy

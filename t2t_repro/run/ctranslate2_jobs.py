@@ -40,7 +40,7 @@ def export(output_dir, export_dir=None, checkpoint=None, quantization="float32",
     check_exportable(RunLayout(output_dir).load_hparams())
     run = restore_run(output_dir, checkpoint, usr_dir=usr_dir)
     settings = run.decode_settings(**settings_flags)
-    return export_ctranslate2(run.model, run.vocabulary, settings, export_dir or default_export_dir(output_dir),
+    return export_ctranslate2(run.model, run.vocabularies, settings, export_dir or default_export_dir(output_dir),
                               export_description(run), quantization)
 
 
@@ -69,7 +69,7 @@ def export_decoder(model_dir=None, output_dir=None, threads=0, usr_dir=None, sam
     else:
         settings, sampling = model.decode_settings(**settings_flags), None
         search = model.search(settings)
-    return TextDecoder(search, settings, model.vocabulary, export_postprocess(model.metadata, usr_dir),
+    return TextDecoder(search, settings, model.vocabularies, export_postprocess(model.metadata, usr_dir),
                        description, sampling)
 
 

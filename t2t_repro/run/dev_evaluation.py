@@ -41,7 +41,7 @@ class DevEvaluator:
     TensorBoard summaries to `summary_dir` and returns the step's `DevScore`.
 
     Args:
-        problem, vocabulary, data_dir: the run's problem and its data.
+        problem, vocabularies, data_dir: the run's problem, its `Vocabularies` and its data.
         label_smoothing: epsilon_ls of the smoothed dev loss.
         batch_tokens: tokens per dev batch (at least the longest dev pair kept).
         decode_sentences: dev sentences beam-decoded and scored (0: none).
@@ -50,12 +50,12 @@ class DevEvaluator:
             or the dev loss without decoded sentences), "loss", or one of the scorer's (e.g. "chrf").
     """
 
-    def __init__(self, problem, vocabulary, data_dir, label_smoothing, batch_tokens, decode_sentences, summary_dir,
+    def __init__(self, problem, vocabularies, data_dir, label_smoothing, batch_tokens, decode_sentences, summary_dir,
                  best_metric="auto"):
         check_best_metric(best_metric, problem, decode_sentences)
         self.best_metric = best_metric
         self.problem = problem
-        self.vocabulary = vocabulary
+        self.vocabularies = vocabularies
         self.data_dir = data_dir
         self.label_smoothing = label_smoothing
         self.batch_tokens = max(batch_tokens, _DEV_MAX_LENGTH)
@@ -95,8 +95,8 @@ class DevEvaluator:
         pairs = self.problem.text_pairs("dev", self.data_dir)[: self.decode_sentences]
         sources = [source for source, _ in pairs]
         references = [reference for _, reference in pairs]
-        hypotheses = decode_texts(sources, model, self.vocabulary, self.problem.decode_settings, self.problem.postprocess,
-                                  progress=False)
+        hypotheses = decode_texts(sources, model, self.vocabularies, self.problem.decode_settings,
+                                  self.problem.postprocess, progress=False)
         scorer = self.problem.scorer
         scores = self.problem.evaluate(hypotheses, references, sources)
         name, value = scorer.headline(scores)

@@ -20,7 +20,7 @@ from t2t_repro.run.restore import restore_run
 
 @dataclasses.dataclass
 class LoadedEnsemble:
-    """Restored runs (`LoadedRun`s, the first one's problem and vocabulary serving all) and their `Ensemble`."""
+    """Restored runs (`LoadedRun`s, the first one's problem and vocabularies serving all) and their `Ensemble`."""
 
     runs: list
     model: Ensemble
@@ -30,8 +30,8 @@ class LoadedEnsemble:
         return self.runs[0].problem
 
     @property
-    def vocabulary(self):
-        return self.runs[0].vocabulary
+    def vocabularies(self):
+        return self.runs[0].vocabularies
 
     @property
     def description(self):
@@ -70,7 +70,8 @@ def _check_same_vocabulary(first_dir, first_sha256, other_dir, other_sha256):
     """UserError naming `other_dir` when the two vocabularies' sha256s (`vocabulary_sha256`; "": unknown) differ."""
     if first_sha256 and other_sha256 and first_sha256 != other_sha256:
         raise UserError(f"--ensemble: {other_dir} trained with another vocabulary than {first_dir} (sha256 "
-                        f"{other_sha256[:12]}..., not {first_sha256[:12]}...); an ensemble's runs must share it")
+                        f"{other_sha256[:12]}..., not {first_sha256[:12]}...); an ensemble's runs must share it (with "
+                        "separate vocabularies: both sides)")
 
 
 def restore_ensemble(output_dir, other_dirs, checkpoint=None, precision="float32", usr_dir=None):
@@ -84,11 +85,11 @@ def restore_ensemble(output_dir, other_dirs, checkpoint=None, precision="float32
         _check_same_task(dirs[0], infos[0], directory, info)
     runs = [restore_run(dirs[0], checkpoint, precision, usr_dir)]
     runs += [restore_run(directory, None, precision, usr_dir) for directory in dirs[1:]]
-    first = runs[0].vocabulary
+    first = runs[0].vocabularies
     for directory, run in zip(dirs[1:], runs[1:]):
-        _check_same_vocabulary(dirs[0], vocabulary_sha256(first), directory, vocabulary_sha256(run.vocabulary))
-        if run.vocabulary.vocab_size != first.vocab_size:  # vocabularies of a kind without a sha256
+        _check_same_vocabulary(dirs[0], vocabulary_sha256(first), directory, vocabulary_sha256(run.vocabularies))
+        sizes = [(v.source.vocab_size, v.target.vocab_size) for v in (run.vocabularies, first)]
+        if sizes[0] != sizes[1]:  # vocabularies of a kind without a sha256
             raise UserError(f"--ensemble: {directory} trained with another vocabulary than {dirs[0]} "
-                            f"({run.vocabulary.vocab_size} ids, not {first.vocab_size}); an ensemble's runs must "
-                            "share it")
+                            f"(source and target ids {sizes[0]}, not {sizes[1]}); an ensemble's runs must share it")
     return LoadedEnsemble(runs, Ensemble([run.model for run in runs]))

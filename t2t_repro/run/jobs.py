@@ -54,7 +54,7 @@ def run_decoder(output_dir, checkpoint=None, precision="float32", usr_dir=None, 
     else:
         settings, sampling = loaded.decode_settings(**settings_flags), None
         search = tensorflow_search(loaded.model, settings, jit_compile, drop_finished=False if keep_finished else None)
-    return TextDecoder(search, settings, loaded.vocabulary, loaded.problem.postprocess, description, sampling)
+    return TextDecoder(search, settings, loaded.vocabularies, loaded.problem.postprocess, description, sampling)
 
 
 def run_scorer(output_dir, checkpoint=None, precision="float32", usr_dir=None, **settings_flags):
@@ -62,7 +62,7 @@ def run_scorer(output_dir, checkpoint=None, precision="float32", usr_dir=None, *
     with the problem's decode settings and the given flags (alpha, max_input_length)."""
     run = restore_run(output_dir, checkpoint, precision, usr_dir)
     settings = run.decode_settings(**settings_flags)
-    return TextScorer(tensorflow_scorer(run.model, settings.alpha), settings, run.vocabulary, run.checkpoint)
+    return TextScorer(tensorflow_scorer(run.model, settings.alpha), settings, run.vocabularies, run.checkpoint)
 
 
 def decode_test_split(run, output_file=None):
@@ -79,7 +79,7 @@ def decode_test_split(run, output_file=None):
     settings = run.decode_settings()
     print(f"decoding {len(sources)} test sentences with {os.path.relpath(run.checkpoint, run.layout.output_dir)} "
           f"({settings.describe()})", flush=True)
-    hypotheses = decode_texts(sources, run.model, run.vocabulary, settings, run.problem.postprocess)
+    hypotheses = decode_texts(sources, run.model, run.vocabularies, settings, run.problem.postprocess)
     output_file = output_file or run.layout.test_output_file
     evaluation_files = getattr(run.problem.scorer, "evaluation_files", None)
     if evaluation_files is None:
@@ -133,14 +133,14 @@ def export(output_dir, export_dir=None, checkpoint=None, precision="float32", us
     first = loaded.runs[0]
     description = {**export_description(first), "serving_precision": precision,
                    "ensemble": [ensemble_member_description(run) for run in loaded.runs[1:]]}
-    return export_saved_model(loaded.model, loaded.vocabulary, loaded.decode_settings(**settings_flags),
+    return export_saved_model(loaded.model, loaded.vocabularies, loaded.decode_settings(**settings_flags),
                               export_dir or first.layout.export_dir, description)
 
 
 def export_run(run, precision="float32", export_dir=None, **settings_flags):
     """`export` for a run already restored (`restore_run`) to compute in `precision`."""
     settings = run.decode_settings(**settings_flags)
-    return export_saved_model(run.model, run.vocabulary, settings, export_dir or run.layout.export_dir,
+    return export_saved_model(run.model, run.vocabularies, settings, export_dir or run.layout.export_dir,
                               {**export_description(run), "serving_precision": precision})
 
 
@@ -158,4 +158,4 @@ def attention_maps(output_dir, sentence, checkpoint=None, layers=None, usr_dir=N
     if layers and not all(1 <= layer <= run.hparams.num_layers for layer in layers):
         raise UserError(f"--layer={layers}: this model's layers are numbered 1 to {run.hparams.num_layers}")
     settings = run.decode_settings(**settings_flags)
-    return compute_attention_maps(run.model, run.vocabulary, sentence, settings, run.problem.postprocess)
+    return compute_attention_maps(run.model, run.vocabularies, sentence, settings, run.problem.postprocess)

@@ -15,7 +15,6 @@
 """
 
 import dataclasses
-import hashlib
 import json
 import os
 
@@ -41,7 +40,8 @@ class RunInfo:
     command_line: tuple = ()
     # What the latest session trains on and how: device model and kind, devices, precision, TF32, XLA.
     environment: dict = dataclasses.field(default_factory=dict)
-    # sha256 of the vocabulary model the run trains with ("": not recorded, runs made before it was).
+    # Which vocabularies the run trains with, `Vocabularies.sha256`: a shared one's model's sha256, or one over
+    # both sides' ("": not recorded, runs made before it was).
     vocabulary_sha256: str = ""
     # The problem's settings: as given (--problem_overrides) and resolved (every setting's value).
     problem_overrides: str = ""
@@ -54,21 +54,25 @@ class RunInfo:
     warm_start: dict = dataclasses.field(default_factory=dict)
 
 
-def vocabulary_sha256(vocabulary):
-    """sha256 of a Vocabulary's SentencePiece model: which vocabulary, whatever file it was read from ("" for a
-    vocabulary of another kind, which is then not checked)."""
-    model = getattr(vocabulary, "serialized_model", None)
-    return hashlib.sha256(model).hexdigest() if model is not None else ""
+def vocabulary_sha256(vocabularies):
+    """`Vocabularies.sha256`: which vocabularies, whatever files they were read from ("" for vocabularies of
+    another kind, which are then not checked)."""
+    try:
+        return vocabularies.sha256
+    except AttributeError:
+        return ""
 
 
-def check_vocabulary(info, vocabulary, data_dir):
-    """Raises UserError when `vocabulary` (read from `data_dir`) is not the one the run recorded: its ids would
-    mean other pieces, and every output would be wrong without a word."""
+def check_vocabulary(info, vocabularies, data_dir):
+    """Raises UserError when `vocabularies` (read from `data_dir`) are not the ones the run recorded: their ids
+    would mean other pieces, and every output would be wrong without a word."""
     if not info.vocabulary_sha256:
         return
-    found = vocabulary_sha256(vocabulary)
+    found = vocabulary_sha256(vocabularies)
     if info.vocabulary_sha256 != found:
-        raise UserError(f"the {info.problem} vocabulary in {data_dir} is not the one this run trained with "
+        what = ("vocabulary in {} is not the one" if vocabularies.shared
+                else "source and target vocabularies in {} are not the ones").format(data_dir)
+        raise UserError(f"the {info.problem} {what} this run trained with "
                         f"(sha256 {found[:12]}..., the run recorded {info.vocabulary_sha256[:12]}...); give the "
                         "run its own data (--data_dir) or a new --output_dir")
 

@@ -1,4 +1,4 @@
-"""A trained run rebuilt from its output_dir: problem, vocabulary, hparams and the model with restored weights."""
+"""A trained run rebuilt from its output_dir: problem, vocabularies, hparams and the model with restored weights."""
 
 import dataclasses
 
@@ -13,13 +13,13 @@ from t2t_repro.train.precision import configure_tf32
 
 @dataclasses.dataclass
 class LoadedRun:
-    """A trained run ready to decode: its problem, vocabulary, hparams and restored model."""
+    """A trained run ready to decode: its problem, vocabularies (source and target), hparams and restored model."""
 
     layout: RunLayout
     info: RunInfo
     hparams: HParams
     problem: object
-    vocabulary: object
+    vocabularies: object
     model: object
     checkpoint: str
 
@@ -49,14 +49,14 @@ def check_decode_flags(output_dir, usr_dir=None, **flags):
 
 
 def run_vocabulary(output_dir, usr_dir=None):
-    """The run's RunInfo, its problem (with its recorded settings) and the vocabulary it trained with, checked
+    """The run's RunInfo, its problem (with its recorded settings) and the `Vocabularies` it trained with, checked
     against its record; its user directory imported (`usr_dir` where the code is now, else the recorded one)."""
     info = RunLayout(output_dir).load_info()
     import_run_code(info, usr_dir)
     problem = catalog.get_problem(info.problem, info.problem_overrides)
-    vocabulary = problem.vocabulary(info.data_dir)
-    check_vocabulary(info, vocabulary, info.data_dir)
-    return info, problem, vocabulary
+    vocabularies = problem.vocabularies(info.data_dir)
+    check_vocabulary(info, vocabularies, info.data_dir)
+    return info, problem, vocabularies
 
 
 def restore_run(output_dir, checkpoint=None, precision="float32", usr_dir=None):
@@ -70,10 +70,10 @@ def restore_run(output_dir, checkpoint=None, precision="float32", usr_dir=None):
     whatever precision the run trained in: its checkpoints hold float32 weights. It is for inference: in a
     mixed precision its weights are cast once to the compute dtype (`half_precision_weights`)."""
     layout = RunLayout(output_dir)
-    info, problem, vocabulary = run_vocabulary(output_dir, usr_dir)
+    info, problem, vocabularies = run_vocabulary(output_dir, usr_dir)
     hparams = layout.load_hparams()
     configure_tf32(hparams.tf32)
-    model = build_transformer(hparams, vocabulary.vocab_size, precision)
+    model = build_transformer(hparams, precision=precision, **vocabularies.model_sizes())
     checkpoint = restore_checkpoint(layout, model, checkpoint)
     model = half_precision_weights(model)
-    return LoadedRun(layout, info, hparams, problem, vocabulary, model, checkpoint)
+    return LoadedRun(layout, info, hparams, problem, vocabularies, model, checkpoint)

@@ -7,7 +7,7 @@ standard input with it.
     decode_interactive(decoder, sys.stdin.buffer, sys.stdout)
 
 A `TextDecoder` holds a batch search (`t2t_repro.decode.decode_text`: the beam search, or the sampler of
-`t2t_repro.decode.sampling` or of `t2t_repro.serve.ctranslate2_sampling`), its settings, the vocabulary and the
+`t2t_repro.decode.sampling` or of `t2t_repro.serve.ctranslate2_sampling`), its settings, the vocabularies and the
 problem's post-processing; both engines decode text the same way from there (stripping, truncation, invalid
 UTF-8, empty lines, n-best format).
 
@@ -42,12 +42,12 @@ def sampling_flags(settings_flags, default_nbest=1):
 @dataclasses.dataclass(frozen=True)
 class TextDecoder:
     """A model ready to decode text: a batch search with `settings` (and `sampling`, the SamplingSettings of a
-    sampling search), the vocabulary, the problem's `postprocess` (or None) and what the model is, for messages
-    (e.g. "checkpoint runs/x/averaged/ckpt-5")."""
+    sampling search), the `Vocabularies`, the problem's `postprocess` (or None) and what the model is, for
+    messages (e.g. "checkpoint runs/x/averaged/ckpt-5")."""
 
     search: object
     settings: object
-    vocabulary: object
+    vocabularies: object
     postprocess: object
     description: str
     sampling: object = None
@@ -60,11 +60,11 @@ class TextDecoder:
 @dataclasses.dataclass(frozen=True)
 class TextScorer:
     """A model ready to score given translations: a batch scorer (`t2t_repro.decode.scoring`), the decode
-    `settings` (alpha, max_input_length), the vocabulary and what the model is, for messages."""
+    `settings` (alpha, max_input_length), the vocabularies and what the model is, for messages."""
 
     scorer: object
     settings: object
-    vocabulary: object
+    vocabularies: object
     description: str
 
 
@@ -104,7 +104,7 @@ def score_file(text_scorer, source_path, target_path, output_path=None, progress
     (`length_sorted_batches`). Returns the `CorpusTotal`."""
     print(f"scoring {target_path} given {source_path} with {text_scorer.description} (alpha "
           f"{text_scorer.settings.alpha})", file=sys.stderr, flush=True)
-    results = score_text_files(source_path, target_path, text_scorer.scorer, text_scorer.vocabulary,
+    results = score_text_files(source_path, target_path, text_scorer.scorer, text_scorer.vocabularies,
                                text_scorer.settings, progress=progress, **batching)
     lines = format_scores(results)
     if output_path:
@@ -123,7 +123,7 @@ def decode_file(decoder, source_path, target_path, progress=True, **batching):
     batch_size or batch_tokens (`length_sorted_batches`)."""
     print(f"decoding {source_path} with {decoder.description} ({decoder.describe()})", file=sys.stderr,
           flush=True)
-    return decode_text_file(source_path, target_path, decoder.search, decoder.vocabulary, decoder.settings,
+    return decode_text_file(source_path, target_path, decoder.search, decoder.vocabularies, decoder.settings,
                             decoder.postprocess, progress=progress, **batching)
 
 
@@ -131,7 +131,7 @@ def decode_interactive(decoder, input_stream, output_stream):
     """Answers each line of `input_stream` (binary) on `output_stream` as soon as it is read; returns the count."""
     print(f"decoding standard input with {decoder.description} ({decoder.describe()}): one sentence per "
           "line, each answered at once; end with Ctrl-D", file=sys.stderr, flush=True)
-    return decode_interactively(input_stream, output_stream, decoder.search, decoder.vocabulary, decoder.settings,
+    return decode_interactively(input_stream, output_stream, decoder.search, decoder.vocabularies, decoder.settings,
                                 decoder.postprocess)
 
 

@@ -81,14 +81,14 @@ def train_run(config, options, datagen=DatagenOptions()):
     problem.check_max_length(data_dir, hparams.max_length)
     evaluator = best = None
     if trainer.chief:
-        vocabulary = problem.vocabulary(data_dir)
+        vocabularies = problem.vocabularies(data_dir)
         if recorded:
-            check_vocabulary(recorded, vocabulary, data_dir)
-        check_warm_vocabulary(warm_record, vocabulary, data_dir)
-        info = dataclasses.replace(info, vocabulary_sha256=vocabulary_sha256(vocabulary))
+            check_vocabulary(recorded, vocabularies, data_dir)
+        check_warm_vocabulary(warm_record, vocabularies, data_dir)
+        info = dataclasses.replace(info, vocabulary_sha256=vocabulary_sha256(vocabularies))
         layout.record(hparams, info, config.allow_precision_change)
         evaluator = DevEvaluator(
-            problem, vocabulary, data_dir, hparams.label_smoothing, trainer.micro_batch_tokens,
+            problem, vocabularies, data_dir, hparams.label_smoothing, trainer.micro_batch_tokens,
             config.eval_decode_sentences, layout.dev_summary_dir, options.best_metric,
         )
         best = BestCheckpoint(layout.best_dir, options.early_stopping, layout.dev_summary_dir)

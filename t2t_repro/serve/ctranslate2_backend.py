@@ -55,7 +55,7 @@ class CTranslate2Backend:
         self.model = CTranslate2Model(version_dir, threads)
         self.version_dir = version_dir
         self.metadata = self.model.metadata
-        self.vocab_size = self.model.vocabulary.vocab_size
+        self.vocab_size = self.model.vocabularies.source.vocab_size  # what ids requests may hold
         self.max_source_tokens = self.model.positions  # the longest source its position table covers
         self.settings = self.model.decode_settings()
         self._search = self.model.search(self.settings)
@@ -69,7 +69,7 @@ class CTranslate2Backend:
 
     def source_lengths(self, texts):
         """Source tokens of each text as the model reads it, EOS included, before truncation."""
-        return [len(self.model.vocabulary.encode(text.strip())) + 1 for text in texts]
+        return [len(self.model.vocabularies.source.encode(text.strip())) + 1 for text in texts]
 
     def error_message(self, error):
         return (str(error).strip().splitlines() or [type(error).__name__])[0]
@@ -83,7 +83,7 @@ class CTranslate2Backend:
         return {OUTPUT_NAME: to_json_value(outputs), SCORES_NAME: to_json_value(scores)}
 
     def _run_texts(self, texts):
-        results = search_texts_nbest(texts, self._search, self.model.vocabulary, self.settings,
+        results = search_texts_nbest(texts, self._search, self.model.vocabularies, self.settings,
                                      batch_size=len(texts), progress=False)
         return [self._row([(hypothesis.text, hypothesis.score) for hypothesis in hypotheses])
                 for hypotheses in results]

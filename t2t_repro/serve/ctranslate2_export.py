@@ -1,6 +1,6 @@
 """Export of a trained model as a CTranslate2 model directory, for fast CPU decoding and serving (int8).
 
-    path = export_ctranslate2(model, vocabulary, settings, "runs/wmt_ende/export_ctranslate2", description,
+    path = export_ctranslate2(model, vocabularies, settings, "runs/wmt_ende/export_ctranslate2", description,
                               quantization="int8")   # -> .../export_ctranslate2/<N>
 
 (`t2t_repro.run.ctranslate2_jobs.export` does this for a run directory.) A version directory holds
@@ -25,7 +25,7 @@ import time
 from t2t_repro import safe_write
 from t2t_repro.errors import UserError
 from t2t_repro.serve.ctranslate2_spec import transformer_spec, unsupported_settings
-from t2t_repro.serve.export_files import CTRANSLATE2_METADATA, CTRANSLATE2_VOCABULARY
+from t2t_repro.serve.export_files import CTRANSLATE2_METADATA, CTRANSLATE2_SIDE_VOCABULARIES, CTRANSLATE2_VOCABULARY
 from t2t_repro.serve.options import CTRANSLATE2, QUANTIZATIONS
 from t2t_repro.serve.versions import unwritten_version_error, write_new_version
 
@@ -39,11 +39,12 @@ def check_exportable(hparams):
         raise UserError(f"this model cannot be exported to CTranslate2: {'; '.join(unsupported)}")
 
 
-def export_ctranslate2(model, vocabulary, settings, export_dir, description, quantization):
+def export_ctranslate2(model, vocabularies, settings, export_dir, description, quantization):
     """Exports a model as a new CTranslate2 version under `export_dir`; returns the version directory's path.
 
     Args:
-        model: the trained Transformer; vocabulary: its `Vocabulary`.
+        model: the trained Transformer; vocabularies: its `Vocabularies` (written beside it: vocab.model, or
+            vocab.source.model and vocab.target.model when the sides have their own).
         settings: the DecodeSettings recorded as the export's defaults; max_input_length must be set.
         export_dir: where versions go; version N is export_dir/N.
         description: what the export comes from (problem, hparams, checkpoint, step, post-processing), written
@@ -57,14 +58,16 @@ def export_ctranslate2(model, vocabulary, settings, export_dir, description, qua
     check_exportable(model.hparams)
     learned = model.hparams.position_encoding == "learned"
     positions = model.hparams.max_position if learned else settings.max_input_length + settings.extra_length
-    spec = transformer_spec(model, vocabulary, positions)
+    spec = transformer_spec(model, vocabularies, positions)
     spec.validate()
     spec.optimize(quantization=quantization)
     metadata = {
         "format_version": FORMAT_VERSION,
         "format": CTRANSLATE2,
         **description,
-        "vocab_size": vocabulary.vocab_size,
+        "vocab_size": vocabularies.target.vocab_size,
+        **({} if vocabularies.shared else {"shared_vocabulary": False,
+                                           "source_vocab_size": vocabularies.source.vocab_size}),
         "quantization": quantization,
         "decode": settings.export_record(),  # the decoder's and server's defaults, nbest included
         # Rows of the position tables: the longest source, and output, the model can read.
@@ -73,10 +76,14 @@ def export_ctranslate2(model, vocabulary, settings, export_dir, description, qua
         "exported_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
 
+    files = ({CTRANSLATE2_VOCABULARY: vocabularies.target} if vocabularies.shared else
+             {CTRANSLATE2_SIDE_VOCABULARIES[side]: getattr(vocabularies, side) for side in ("source", "target")})
+
     def write(path):
         try:
             spec.save(path)
-            safe_write.write_file(os.path.join(path, CTRANSLATE2_VOCABULARY), vocabulary.serialized_model)
+            for name, vocabulary in files.items():
+                safe_write.write_file(os.path.join(path, name), vocabulary.serialized_model)
             safe_write.write_json(os.path.join(path, CTRANSLATE2_METADATA), metadata)
         except OSError as error:  # e.g. a full disk: no version is published
             raise unwritten_version_error("a CTranslate2 model", export_dir, error) from None

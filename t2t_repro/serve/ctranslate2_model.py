@@ -32,11 +32,11 @@ but for the rare sentence whose search ended with its last hypotheses dropped by
 
 import ctranslate2
 
-from t2t_repro.data.vocabulary import Vocabulary
+from t2t_repro.data.vocabulary import Vocabularies, Vocabulary
 from t2t_repro.decode.beam_search import length_penalty
 from t2t_repro.decode_settings import DecodeSettings
 from t2t_repro.errors import UserError, first_line
-from t2t_repro.serve.export_files import CTRANSLATE2_VOCABULARY, read_export_metadata
+from t2t_repro.serve.export_files import CTRANSLATE2_SIDE_VOCABULARIES, CTRANSLATE2_VOCABULARY, read_export_metadata
 from t2t_repro.serve.options import CTRANSLATE2
 from t2t_repro.special_tokens import EOS_ID, PAD_ID
 
@@ -65,8 +65,14 @@ class CTranslate2Model:
                                                      intra_threads=threads)
         except (RuntimeError, ValueError, OSError) as error:
             raise UserError(f"cannot load the CTranslate2 model in {version_dir}: {first_line(error)}") from None
-        self.vocabulary = Vocabulary(f"{version_dir}/{CTRANSLATE2_VOCABULARY}")
-        self.pieces = [self.vocabulary.id_to_piece(token) for token in range(self.vocabulary.vocab_size)]
+        if self.metadata.get("shared_vocabulary", True):
+            self.vocabularies = Vocabularies.shared_one(Vocabulary(f"{version_dir}/{CTRANSLATE2_VOCABULARY}"))
+        else:
+            self.vocabularies = Vocabularies(*(Vocabulary(f"{version_dir}/{CTRANSLATE2_SIDE_VOCABULARIES[side]}")
+                                               for side in ("source", "target")))
+        self.source_pieces, self.pieces = (
+            [vocabulary.id_to_piece(token) for token in range(vocabulary.vocab_size)]
+            for vocabulary in (self.vocabularies.source, self.vocabularies.target))
         self.piece_ids = {piece: token for token, piece in enumerate(self.pieces)}
         self.settings = DecodeSettings(**self.metadata["decode"])
         self.positions = self.metadata["positions"]
@@ -96,11 +102,11 @@ class CTranslate2Model:
         return min(longest, self.positions) if self.outputs_stop_at_positions else longest
 
     def pieces_of(self, ids):
-        """The tokens CTranslate2 reads for these ids."""
-        return [self.pieces[token] for token in ids]
+        """The tokens CTranslate2 reads for these source ids."""
+        return [self.source_pieces[token] for token in ids]
 
     def ids_of(self, pieces):
-        """The ids of the tokens CTranslate2 wrote."""
+        """The target ids of the tokens CTranslate2 wrote."""
         return [self.piece_ids[piece] for piece in pieces]
 
     def seed_random_stream(self, seed):

@@ -90,12 +90,12 @@ def vocabulary_tokens(vocabulary):
     return [vocabulary.id_to_piece(token) for token in range(vocabulary.vocab_size)]
 
 
-def transformer_spec(model, vocabulary, positions):
+def transformer_spec(model, vocabularies, positions):
     """A `ctranslate2.specs.TransformerSpec` holding the weights of `model` (a t2t_repro Transformer).
 
     Args:
         model: the trained Transformer; its hparams must pass `unsupported_settings`.
-        vocabulary: its `Vocabulary` (the pieces become the CTranslate2 vocabulary).
+        vocabularies: its `Vocabularies` (their pieces become CTranslate2's source and target vocabularies).
         positions: rows of the sinusoid table: the longest source or output, in tokens, it will read.
     """
     h = model.hparams
@@ -104,9 +104,9 @@ def transformer_spec(model, vocabulary, positions):
     layers = dict(num_layers=h.num_layers, num_heads=h.num_heads, pre_norm=pre_norm, head_dim=head_dim)
     encoder = ct2_transformer.TransformerEncoderSpec(**layers)
     decoder = ct2_transformer.TransformerDecoderSpec(**layers)
-    rows = vocabulary.vocab_size
+    rows = vocabularies.target.vocab_size
 
-    encoder.embeddings[0].weight = _array(model.source_embedding.embeddings)[:rows]
+    encoder.embeddings[0].weight = _array(model.source_embedding.embeddings)[:vocabularies.source.vocab_size]
     encoder.position_encodings.encodings = position_table(model, model.source_positions, positions)
     for spec, layer in zip(encoder.layer, model.encoder_layers):
         _self_attention(spec.self_attention, layer.self_attention, layer.attention_connection)
@@ -126,8 +126,8 @@ def transformer_spec(model, vocabulary, positions):
         _layer_norm(decoder.layer_norm, model.decoder_norm)
 
     spec = ct2_transformer.TransformerSpec(encoder, decoder)
-    tokens = vocabulary_tokens(vocabulary)
-    spec.register_source_vocabulary(tokens)
+    tokens = vocabulary_tokens(vocabularies.target)
+    spec.register_source_vocabulary(vocabulary_tokens(vocabularies.source))
     spec.register_target_vocabulary(tokens)
     config = spec.config
     config.layer_norm_epsilon = float(h.layer_norm_epsilon)

@@ -1,6 +1,6 @@
 """SavedModel export of a trained model: text in, text out, with the SentencePiece tokenizer inside the graph.
 
-    path = export_saved_model(model, vocabulary, settings, "runs/wmt_ende/export", description)   # -> .../export/3
+    path = export_saved_model(model, vocabularies, settings, "runs/wmt_ende/export", description)   # -> .../export/3
 
 (`t2t_repro.run.jobs.export` does this for a run directory.)
 
@@ -16,10 +16,10 @@ lists them: outputs tf.string [batch, N] and scores [batch, N] (`ids`: outputs i
 1-best export keeps the shapes above.
 
 Sentences are encoded the way the training data was (`t2t_repro.data.text_problem`): surrounding whitespace
-removed, SentencePiece ids, EOS appended. Bytes that are not UTF-8 become U+FFFD in the graph, which has no way
-to refuse one string of a batch; the project's tools refuse such text before it reaches a model (the decoder
-names the line, t2t-repro-serve answers 400). As in
-`t2t-repro-decoder`, a source longer than `max_input_length` tokens (EOS included; default the run's
+removed, SentencePiece ids of the source vocabulary, EOS appended; outputs are detokenized with the target
+vocabulary (the same one when shared, section 5.1). Bytes that are not UTF-8 become U+FFFD in the graph, which
+has no way to refuse one string of a batch; the project's tools refuse such text before it reaches a model (the
+decoder names the line, t2t-repro-serve answers 400). As in `t2t-repro-decoder`, a source longer than `max_input_length` tokens (EOS included; default the run's
 hparams.max_length) is truncated and an empty source gives "" with score 0.0. Decoding is the project's beam
 search (`t2t_repro.decode.transformer_search.search`) with the settings fixed at export time (default: the
 problem's, section 6.1 / 6.3), so the export answers as `t2t-repro-decoder` does.
@@ -44,7 +44,8 @@ import tensorflow_text as tf_text
 from t2t_repro import safe_write
 from t2t_repro.decode.transformer_search import search
 from t2t_repro.serve.export_files import (
-    IDS_SIGNATURE, INPUT_NAME, OUTPUT_NAME, SAVED_MODEL_METADATA, SAVED_MODEL_VOCABULARY, SCORES_NAME, TEXT_SIGNATURE,
+    IDS_SIGNATURE, INPUT_NAME, OUTPUT_NAME, SAVED_MODEL_METADATA, SAVED_MODEL_SIDE_VOCABULARIES, SAVED_MODEL_VOCABULARY,
+    SCORES_NAME, TEXT_SIGNATURE,
 )
 from t2t_repro.serve.sentencepiece_log import sentencepiece_info_hidden
 from t2t_repro.serve.versions import same_export_as_newest, unwritten_version_error, write_new_version
@@ -78,8 +79,18 @@ def decoded_text(tokenizer, ids):
     return tf.reshape(tokenizer.detokenize(tf.ragged.boolean_mask(rows, keep)), tf.shape(ids)[:-1])
 
 
-def build_serving_module(model, serialized_vocabulary, settings):
-    """A tf.Module holding the model's weights, the tokenizer and the serving functions.
+def _tokenizer(serialized_vocabulary):
+    """A graph tokenizer of the SentencePiece model, named after its sha256: a loaded SavedModel's tokenizers of
+    one name are one resource (the op's kernel shares it by node name), so two vocabularies need two names."""
+    digest = hashlib.sha256(serialized_vocabulary).hexdigest()[:16]
+    return tf_text.SentencepieceTokenizer(model=serialized_vocabulary, out_type=tf.int32,
+                                          name=f"sentencepiece_{digest}")
+
+
+def build_serving_module(model, serialized_vocabulary, settings, serialized_target_vocabulary=None):
+    """A tf.Module holding the model's weights, the tokenizers and the serving functions: `serialized_vocabulary`
+    encodes the sources, and decodes the outputs unless the target side has its own
+    (`serialized_target_vocabulary`).
 
     The Keras model is used by the traced functions but is not itself an attribute of the module: only its
     variables are, so the SavedModel holds plain variables and graphs (Keras models add their own default
@@ -92,7 +103,10 @@ def build_serving_module(model, serialized_vocabulary, settings):
     max_input_length = settings.max_input_length
     module = tf.Module(name="t2t_repro_serving")
     module.model_variables = [getattr(variable, "value", variable) for variable in model.variables]
-    module.tokenizer = tokenizer = tf_text.SentencepieceTokenizer(model=serialized_vocabulary, out_type=tf.int32)
+    module.tokenizer = tokenizer = _tokenizer(serialized_vocabulary)
+    target_tokenizer = tokenizer
+    if serialized_target_vocabulary is not None:
+        module.target_tokenizer = target_tokenizer = _tokenizer(serialized_target_vocabulary)
 
     def beam(ids):
         ids, scores = search(model, ids, settings)
@@ -111,7 +125,7 @@ def build_serving_module(model, serialized_vocabulary, settings):
         to_decode = tf.gather_nd(texts, non_empty)
         ids, scores = beam(source_ids(to_decode).to_tensor(PAD_ID))
         shape = tf.concat([tf.shape(inputs, out_type=tf.int64)[:1], tf.shape(scores, out_type=tf.int64)[1:]], 0)
-        outputs = tf.scatter_nd(non_empty, decoded_text(tokenizer, ids), shape)  # "" where empty
+        outputs = tf.scatter_nd(non_empty, decoded_text(target_tokenizer, ids), shape)  # "" where empty
         scores = tf.scatter_nd(non_empty, scores, shape)  # 0.0 where empty
         return {OUTPUT_NAME: outputs, SCORES_NAME: scores}
 
@@ -131,6 +145,16 @@ def build_serving_module(model, serialized_vocabulary, settings):
     return module, {TEXT_SIGNATURE: serve_text, IDS_SIGNATURE: serve_ids}
 
 
+def _vocabulary_fields(vocabularies):
+    """The export metadata's vocabulary fields: vocab_size and vocab_sha256 (`Vocabularies.sha256`) as always;
+    with separate vocabularies also the source side's size and each side's sha256."""
+    fields = {"vocab_size": vocabularies.target.vocab_size, "vocab_sha256": vocabularies.sha256}
+    if not vocabularies.shared:
+        fields.update(shared_vocabulary=False, source_vocab_size=vocabularies.source.vocab_size,
+                      vocab_sha256s=vocabularies.side_sha256s())
+    return fields
+
+
 def weights_sha256(model):
     """sha256 of a model's weights (an ensemble's: all its models'), in order: what an export holds."""
     digest = hashlib.sha256()
@@ -140,14 +164,14 @@ def weights_sha256(model):
     return digest.hexdigest()
 
 
-def export_saved_model(model, vocabulary, settings, export_dir, description):
+def export_saved_model(model, vocabularies, settings, export_dir, description):
     """Exports a model as a new SavedModel version under `export_dir`; returns the version directory's path.
     When the newest version already holds the same weights with the same settings, nothing is written and its
     path is returned.
 
     Args:
-        model: the trained Transformer, or an `Ensemble` of them (`t2t_repro.decode.ensemble`); vocabulary: its
-            `Vocabulary` (the SentencePiece model goes in the graph).
+        model: the trained Transformer, or an `Ensemble` of them (`t2t_repro.decode.ensemble`); vocabularies:
+            its `Vocabularies` (their SentencePiece models go in the graph).
         settings: the DecodeSettings fixed in the graph; max_input_length must be set (the decoder's default
             is the run's hparams.max_length).
         export_dir: where versions go; version N is export_dir/N.
@@ -162,8 +186,7 @@ def export_saved_model(model, vocabulary, settings, export_dir, description):
         "format_version": FORMAT_VERSION,
         "format": "saved_model",
         **description,
-        "vocab_size": vocabulary.vocab_size,
-        "vocab_sha256": hashlib.sha256(vocabulary.serialized_model).hexdigest(),
+        **_vocabulary_fields(vocabularies),
         "weights_sha256": weights_sha256(model),
         "decode": settings.export_record(),
         "signatures": {
@@ -179,13 +202,18 @@ def export_saved_model(model, vocabulary, settings, export_dir, description):
               flush=True)
         return unchanged
     with sentencepiece_info_hidden():
-        module, signatures = build_serving_module(model, vocabulary.serialized_model, settings)
+        module, signatures = build_serving_module(
+            model, vocabularies.source.serialized_model, settings,
+            None if vocabularies.shared else vocabularies.target.serialized_model)
+    files = ({VOCABULARY_FILE: vocabularies.target} if vocabularies.shared else
+             {SAVED_MODEL_SIDE_VOCABULARIES[side]: getattr(vocabularies, side) for side in ("source", "target")})
 
     def write(path):
         try:
             tf.saved_model.save(module, path, signatures=signatures)
             os.makedirs(os.path.join(path, "assets.extra"), exist_ok=True)
-            safe_write.write_file(os.path.join(path, VOCABULARY_FILE), vocabulary.serialized_model)
+            for name, vocabulary in files.items():
+                safe_write.write_file(os.path.join(path, name), vocabulary.serialized_model)
             safe_write.write_json(os.path.join(path, METADATA_FILE), metadata)
         except (tf.errors.OpError, OSError) as error:  # e.g. a full disk: no version is published
             raise unwritten_version_error("a SavedModel", export_dir, error) from None

@@ -18,8 +18,12 @@ SCORES_NAME = "scores"
 
 SAVED_MODEL_METADATA = os.path.join("assets.extra", "t2t_repro_export.json")
 SAVED_MODEL_VOCABULARY = os.path.join("assets.extra", "vocab.model")
+# Separate vocabularies (`shared_vocabulary=false`): each side's model, in place of the shared one.
+SAVED_MODEL_SIDE_VOCABULARIES = {side: os.path.join("assets.extra", f"vocab.{side}.model")
+                                 for side in ("source", "target")}
 CTRANSLATE2_METADATA = "t2t_repro_export.json"
 CTRANSLATE2_VOCABULARY = "vocab.model"
+CTRANSLATE2_SIDE_VOCABULARIES = {side: f"vocab.{side}.model" for side in ("source", "target")}  # separate ones
 
 
 def read_export_metadata(version_dir):

@@ -113,7 +113,8 @@ class SavedModelBackend:
                 self.signatures[name] = signature
         if not self.signatures:
             raise UserError(f"{version_dir} has no signature with one string or integer input to serve")
-        self.vocab_size = self.metadata.get("vocab_size")
+        # What ids requests may hold: the source vocabulary's (the same as the target's when shared).
+        self.vocab_size = self.metadata.get("source_vocab_size") or self.metadata.get("vocab_size")
         self.max_source_tokens = None  # the graph reads sources of any length
         self._source_lengths = getattr(self.loaded, "source_lengths", None)
 

@@ -23,15 +23,21 @@ from t2t_repro.train.model_checkpoint import publish_model_checkpoint
 
 logger = logging.getLogger(__name__)
 
-# Where tf.train.Checkpoint(model=...) stores the source embedding: its rows are the vocabulary.
-_EMBEDDING_KEY = "model/source_embedding/embeddings/.ATTRIBUTES/VARIABLE_VALUE"
+# Where tf.train.Checkpoint(model=...) stores the embeddings: their rows are the vocabularies.
+_EMBEDDING_KEY = "model/{}_embedding/embeddings/.ATTRIBUTES/VARIABLE_VALUE"
 
 
-def _vocab_size(checkpoint):
+def _vocab_sizes(checkpoint, hparams):
+    """(target rows, source rows or None when shared) of the Transformer in `checkpoint`: a model whose embeddings
+    are tied (hparams.shared_embedding) stores a target embedding of its own only when the sides have their own
+    vocabularies."""
     shapes = checkpoint_reader(checkpoint).get_variable_to_shape_map()
-    if _EMBEDDING_KEY not in shapes:
-        raise UserError(f"checkpoint {checkpoint} holds no Transformer model (no {_EMBEDDING_KEY})")
-    return shapes[_EMBEDDING_KEY][0]
+    source_key, target_key = (_EMBEDDING_KEY.format(side) for side in ("source", "target"))
+    if source_key not in shapes:
+        raise UserError(f"checkpoint {checkpoint} holds no Transformer model (no {source_key})")
+    if hparams.shared_embedding and target_key in shapes:
+        return shapes[target_key][0], shapes[source_key][0]
+    return shapes[source_key][0], None
 
 
 def average_into(model, checkpoints):
@@ -71,5 +77,6 @@ def average_checkpoints(checkpoint_dir, averaged_dir, hparams, num_last):
     step = checkpoint_step(chosen[-1])
     logger.info("averaging %d checkpoints, steps %s", len(chosen), ", ".join(str(checkpoint_step(c)) for c in chosen))
 
-    model = average_into(build_transformer(hparams, _vocab_size(chosen[-1])), chosen)
+    target_rows, source_rows = _vocab_sizes(chosen[-1], hparams)
+    model = average_into(build_transformer(hparams, target_rows, source_vocab_size=source_rows), chosen)
     return publish_model_checkpoint(model, averaged_dir, step)

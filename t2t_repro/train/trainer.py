@@ -105,10 +105,10 @@ class Trainer:
     def prepare(self, data_dir, checkpoint_dir, warm_start=None):
         """Builds model, optimizer, input and checkpoint manager over `checkpoint_dir`; the optimizer counts as
         `warm_start` says (a `WarmStart`, or None)."""
-        self.vocabulary = self.problem.vocabulary(data_dir)
+        self.vocabularies = self.problem.vocabularies(data_dir)
         offsets = (warm_start.schedule_offset, warm_start.adam_offset) if warm_start else (0, 0)
         with self.strategy.scope():
-            self.model = build_transformer(self.hparams, self.vocabulary.vocab_size)
+            self.model = build_transformer(self.hparams, **self.vocabularies.model_sizes())
             self.optimizer = with_loss_scaling(make_optimizer(self.hparams, *offsets), self.hparams.precision)
             self.optimizer.build(self.model.trainable_variables)
             self.skipped_steps = tf.Variable(0, dtype=tf.int64, trainable=False)

@@ -110,20 +110,22 @@ def attention_weights(model, source_ids, output_ids):
     return {kind: [layer_weights.numpy()[0] for layer_weights in weights[kind]] for kind in KINDS}
 
 
-def compute_attention_maps(model, vocabulary, sentence, settings, postprocess=None):
+def compute_attention_maps(model, vocabularies, sentence, settings, postprocess=None):
     """Decodes `sentence` with `model` by beam search (DecodeSettings `settings`; sentences longer than its
-    max_input_length are refused) and returns its AttentionMaps; `postprocess(decoded, source)` turns the
-    decoded text into the shown translation (a problem's)."""
-    source_ids = encode_sentence(sentence, vocabulary, settings.max_input_length)
+    max_input_length are refused) and returns its AttentionMaps, the source axis labelled with the source
+    vocabulary's pieces and the output axes with the target one's (`vocabularies`, the same when shared);
+    `postprocess(decoded, source)` turns the decoded text into the shown translation (a problem's)."""
+    source, target = vocabularies.source, vocabularies.target
+    source_ids = encode_sentence(sentence, source, settings.max_input_length)
     output_ids = decode_output_ids(model, source_ids, settings)
-    pieces = [vocabulary.id_to_piece(token) for token in output_ids]
-    decoded = vocabulary.decode(output_ids)
+    pieces = [target.id_to_piece(token) for token in output_ids]
+    decoded = target.decode(output_ids)
     return AttentionMaps(
         sentence=sentence.strip(),
         translation=postprocess(decoded, sentence.strip()) if postprocess else decoded,
-        source_tokens=[vocabulary.id_to_piece(token) for token in source_ids],
+        source_tokens=[source.id_to_piece(token) for token in source_ids],
         output_tokens=pieces,
-        decoder_input_tokens=[vocabulary.id_to_piece(PAD_ID)] + pieces[:-1],
+        decoder_input_tokens=[target.id_to_piece(PAD_ID)] + pieces[:-1],
         weights=attention_weights(model, source_ids, output_ids),
     )
 

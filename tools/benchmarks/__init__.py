@@ -74,7 +74,7 @@ def resolve_vocab_size(args):
 
     problem = catalog.get_problem(args.problem, args.problem_overrides)
     if args.data_dir and problem.data_ready(args.data_dir):
-        return problem.vocabulary(args.data_dir).vocab_size
+        return problem.vocabularies(args.data_dir).target.vocab_size
     return problem.vocab_size
 
 

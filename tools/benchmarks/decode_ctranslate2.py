@@ -32,13 +32,14 @@ def build_ctranslate2_decode(model, inputs, args, work_dir):
     exported in args.quantization; info describes the engine for the config."""
     import ctranslate2
 
+    from t2t_repro.data.vocabulary import Vocabularies
     from t2t_repro.serve.ctranslate2_spec import transformer_spec
 
     if args.quantization not in QUANTIZATIONS:
         raise UserError(f"--quantization={args.quantization}: one of {', '.join(QUANTIZATIONS)}")
     vocabulary = SyntheticVocabulary(model.vocab_size)
     progress(f"decode: exporting the model to CTranslate2 ({args.quantization})")
-    spec = transformer_spec(model, vocabulary, max(args.src_len, args.output_length) + 1)
+    spec = transformer_spec(model, Vocabularies.shared_one(vocabulary), max(args.src_len, args.output_length) + 1)
     spec.validate()
     spec.optimize(quantization=args.quantization)
     directory = tempfile.mkdtemp(prefix="ctranslate2-", dir=work_dir)
