@@ -55,7 +55,7 @@ class SubwordTranslationSettings:
     source_vocab_size: int | None = setting(None, "the source vocabulary's size (shared_vocabulary=false)")
     target_vocab_size: int | None = setting(None, "the target vocabulary's size (shared_vocabulary=false)")
     character_coverage: float | None = setting(None, "SentencePiece's share of the characters that get pieces of "
-                                                     "their own, the rarest rest spelled in bytes (empty: 0.9995 "
+                                                     "their own, the rarest rest spelled in bytes (None: 0.9995 "
                                                      "for Chinese, Japanese and Korean text, else 0.9999)")
     vocab_model_type: str = setting("bpe", "bpe (the paper's EN-DE) or unigram (word pieces, the paper's EN-FR)",
                                     choices=("bpe", "unigram"))

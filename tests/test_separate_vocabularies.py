@@ -162,3 +162,18 @@ def test_problem_help_lists_the_vocabulary_settings():
     text = catalog.problem_help("translate_files", "source_language=en,target_language=zh")
     for name in ("shared_vocabulary", "source_vocab_size", "target_vocab_size", "character_coverage"):
         assert name in text
+
+
+def test_scoring_a_file_in_the_wrong_script_is_refused_and_writes_nothing(greek_run, greek_corpus, tmp_path):
+    output = tmp_path / "scores"
+    for score_file in (greek_corpus / "test.en", greek_corpus / "test.el"):  # the first is the source language
+        result = run_cli_in_process("decoder", f"--output_dir={greek_run / 'run'}",
+                                    f"--decode_from_file={greek_corpus / 'test.en'}", f"--score_file={score_file}",
+                                    f"--decode_to_file={output}")
+        if score_file.suffix == ".en":
+            line = result.stderr.strip().splitlines()[-1]
+            assert result.returncode == 2 and "target vocabulary never saw" in line and "swapped" in line
+            assert not output.exists()
+        else:
+            assert result.returncode == 0, result.stderr
+            assert len(output.read_text().splitlines()) == 20

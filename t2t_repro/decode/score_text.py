@@ -21,9 +21,10 @@ the maximum length without EOS are scored with an EOS they did not have.
 
 One bad line never stops the run, as in decoding: an empty source line, a line either side the vocabulary
 cannot encode, or a target longer than any output of the decoder (max_input_length + extra_length tokens, or
-the model's positions where it learned them) (with a warning), is not scored and gets "0.000000\\t0\\t0.000000" (as the decoder answers an
-empty line with an empty output of score 0); it takes no part in the perplexity. An empty target line is the
-empty sentence: EOS alone. Text that is not UTF-8 is refused, naming the file and line.
+the model's positions where it learned them) (with a warning), is not scored and gets "0.000000\\t0\\t0.000000"
+(as the decoder answers an empty line with an empty output of score 0); it takes no part in the perplexity. An
+empty target line is the empty sentence: EOS alone. Text that is not UTF-8 is refused, naming the file and
+line; so is a file mostly in characters its side's vocabulary lacks (`check_script`: another script).
 """
 
 import dataclasses
@@ -36,6 +37,7 @@ from t2t_repro.data.parallel_files import check_aligned
 from t2t_repro.decode.decode_text import (
     DEFAULT_MAX_INPUT_LENGTH, encode_line, encode_sources, length_sorted_batches, read_source_lines,
 )
+from t2t_repro.errors import UserError
 from t2t_repro.special_tokens import EOS_ID
 
 logger = logging.getLogger(__name__)
@@ -125,10 +127,32 @@ def score_texts(sources, targets, scorer, vocabularies, settings, batch_size=Non
 
 
 def score_text_files(source_path, target_path, scorer, vocabularies, settings, **options):
-    """`score_texts` of two line-aligned text files (UserError naming both line counts when they differ)."""
+    """`score_texts` of two line-aligned text files (UserError naming both line counts when they differ, or a
+    file written mostly in characters its side's vocabulary lacks)."""
     check_aligned(source_path, target_path)
-    return score_texts(read_source_lines(source_path), read_source_lines(target_path), scorer, vocabularies,
-                       settings, **options)
+    sources, targets = read_source_lines(source_path), read_source_lines(target_path)
+    for path, texts, side in ((source_path, sources, "source"), (target_path, targets, "target")):
+        check_script(path, texts, getattr(vocabularies, side), side)
+    return score_texts(sources, targets, scorer, vocabularies, settings, **options)
+
+
+# A file whose tokens are more than this share byte pieces is in a script its vocabulary never saw.
+FOREIGN_SCRIPT_SHARE = 0.5
+
+
+def check_script(path, texts, vocabulary, side):
+    """UserError when more than FOREIGN_SCRIPT_SHARE of the tokens of `texts` (the lines of `path`) are byte
+    pieces, the spelling of characters the `side` vocabulary never saw: a file in another language or script
+    than the model reads there (the two files swapped, say), whose scores would mean nothing."""
+    byte_pieces = set(getattr(vocabulary, "byte_piece_ids", lambda: ())())
+    if not byte_pieces:
+        return
+    ids = [token for text in texts if text.strip() for token in vocabulary.encode(text.strip())]
+    share = sum(token in byte_pieces for token in ids) / max(1, len(ids))
+    if share > FOREIGN_SCRIPT_SHARE:
+        raise UserError(f"{path}: {share:.0%} of its tokens spell characters the model's {side} vocabulary never "
+                        f"saw (byte pieces): it is not in the {side} language's script; are the source and the "
+                        "file to score swapped?")
 
 
 def format_scores(results):
