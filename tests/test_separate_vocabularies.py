@@ -4,6 +4,7 @@ CTranslate2 export, scoring and ensembles; and the bad settings refused in one l
 
 import json
 import random
+import shutil
 
 import pytest
 
@@ -11,6 +12,9 @@ from conftest import TINY_RUN_FLAGS, decode_with_cli, run_cli, run_cli_in_proces
 from test_own_data import _served_answer
 from t2t_repro import catalog
 from t2t_repro.data.vocabulary import Vocabulary
+from t2t_repro.decode_settings import DecodeSettings, SamplingSettings
+from t2t_repro.special_tokens import EOS_ID
+from t2t_repro.visualize.attention_maps import compute_attention_maps
 from t2t_repro.train.checkpoints import checkpoint_reader, latest_checkpoint
 
 TRAINING = [flag for flag in TINY_RUN_FLAGS if not flag.startswith(("--problem=", "--hparams="))] + [
@@ -177,3 +181,32 @@ def test_scoring_a_file_in_the_wrong_script_is_refused_and_writes_nothing(greek_
         else:
             assert result.returncode == 0, result.stderr
             assert len(output.read_text().splitlines()) == 20
+
+
+def test_restart_sampling_nbest_and_the_attention_maps_of_a_separate_run(greek_run, greek_corpus, tmp_path):
+    from t2t_repro.run import jobs
+
+    copy = tmp_path / "copy"
+    shutil.copytree(greek_run, copy)
+    restarted = run_cli_in_process(
+        "trainer", "--problem=translate_files",
+        f"--problem_overrides=source_language=en,target_language=el,{SEPARATE}", f"--manual_dir={greek_corpus}",
+        f"--data_dir={copy / 'data'}", f"--output_dir={copy / 'run'}",
+        *[flag for flag in TRAINING if not flag.startswith("--train_steps")], "--train_steps=12", "--skip_test",
+        "--skip_export")
+    assert restarted.returncode == 0, restarted.stderr
+    assert json.loads((copy / "run" / "report.json").read_text())["steps"] == 12
+    decoder = jobs.run_decoder(str(copy / "run"), sampling=SamplingSettings("topk:5", seed=3), nbest=2)
+    samples = decoder.search([decoder.vocabularies.source.encode("the cat sees") + [EOS_ID]])[0]
+    assert len(samples) == 2 and all(ids and max(ids) < 290 for ids, _ in samples)  # target ids
+    maps = compute_attention_maps(decoder_model(copy), decoder.vocabularies, "the cat sees",
+                                  DecodeSettings(max_input_length=32, extra_length=3))
+    assert "".join(maps.source_tokens[:-1]).replace("▁", " ").strip() == "the cat sees"  # the source's pieces
+    pieces = "".join(token for token in maps.output_tokens if token != "</s>")
+    assert not any(letter in pieces for letter in "abcdefghijklmnopqrstuvwxyz")  # the target's pieces
+
+
+def decoder_model(root):
+    from t2t_repro.run.restore import restore_run
+
+    return restore_run(str(root / "run")).model

@@ -20,8 +20,14 @@ Both minimise the same label-smoothed cross entropy: ours computes it from the d
 matrix, as the trainer does (`t2t_repro.train.step.training_loss`); the peer, a model that returns logits, from
 its logits with `label_smoothed_cross_entropy`.
 
+With --source_vocab_size S our model has separate vocabularies: S source ids, and the target vocabulary's
+(--problem's, or 37,000) tied with the softmax; the source ids of the batch are drawn from the S. --peer
+shared_vocabulary then times, in the same rounds, the shared vocabulary of the same total size, S + the target
+vocabulary's ids, all three embeddings one matrix (section 3.4), on the same batch: what each choice costs at
+equal embedding parameters.
+
     python tools/benchmark.py --suite train [--hparams transformer_base] [--precision mixed_bfloat16]
-        [--peer keras_hub|float32] [--json]
+        [--peer keras_hub|float32|shared_vocabulary] [--source_vocab_size S] [--json]
 """
 
 import dataclasses
@@ -54,7 +60,7 @@ from t2t_repro.train.optimizer import make_optimizer
 from t2t_repro.train.precision import with_loss_scaling
 from t2t_repro.train.step import training_loss
 
-PEERS = ("keras_hub", "float32")
+PEERS = ("keras_hub", "float32", "shared_vocabulary")
 DEFAULT_WARMUP = 2  # the first call traces (and with XLA compiles); at least one warm-up call is always made
 DEFAULT_REPEATS = 7
 _MODES = {"both": ("graph", "xla"), "false": ("graph",), "true": ("xla",)}
@@ -68,6 +74,10 @@ def add_arguments(parser):
     parser.add_argument(
         "--precision", choices=PRECISIONS, default=None,
         help="the Keras dtype policy of our model and of the keras_hub peer (default: the hparams')",
+    )
+    parser.add_argument(
+        "--source_vocab_size", type=int, default=None,
+        help="separate vocabularies: the source vocabulary's ids (the target's is the problem's, or 37,000)",
     )
 
 
@@ -230,15 +240,21 @@ def run(args):
     vocab_size = resolve_vocab_size(args)
     warmup = max(1, DEFAULT_WARMUP if args.warmup is None else args.warmup)
     repeats = args.repeats or DEFAULT_REPEATS
-    features = {
-        name: tf.constant(ids)
-        for name, ids in random_token_batch(args.batch_sentences, args.src_len, args.tgt_len, vocab_size).items()
-    }
+    source_vocab_size = args.source_vocab_size
+    if args.peer == "shared_vocabulary" and not source_vocab_size:
+        raise UserError("--peer shared_vocabulary compares separate vocabularies with a shared one: give "
+                        "--source_vocab_size")
+    batch = random_token_batch(args.batch_sentences, args.src_len, args.tgt_len, vocab_size)
+    if source_vocab_size:
+        batch["inputs"] = random_token_batch(args.batch_sentences, args.src_len, 1, source_vocab_size, seed=1)["inputs"]
+    features = {name: tf.constant(ids) for name, ids in batch.items()}
     if args.precision:
         hparams = dataclasses.replace(hparams, precision=args.precision)
     if args.peer == "keras_hub":  # keras-hub's attention projections have biases: the same weights, the same work
         hparams = dataclasses.replace(hparams, attention_bias=True)
-    models = {"t2t_repro": build_transformer(hparams, vocab_size)}
+    models = {"t2t_repro": build_transformer(hparams, vocab_size, source_vocab_size=source_vocab_size)}
+    if args.peer == "shared_vocabulary":
+        models["shared_vocabulary"] = build_transformer(hparams, source_vocab_size + vocab_size)
     if args.peer == "keras_hub":
         models["keras_hub"] = build_keras_hub_peer(hparams, vocab_size, features)
     if args.peer == "float32":
@@ -255,6 +271,7 @@ def run(args):
         "precision": hparams.precision,
         "attention_bias": hparams.attention_bias,
         **batch_config(args, vocab_size),
+        "source_vocab_size": source_vocab_size,
         "params": models["t2t_repro"].count_params(),
         "compiled": mode,
         **{f"{m}_step_ms": statistics.median(s) * 1e3 for m, s in seconds["t2t_repro"].items()},
@@ -284,7 +301,10 @@ def run(args):
         peer_args = {"peer": peer["peer"], "peer_value": of_seconds(peer["seconds"])} if peer else {}
         return measurement(metric, of_seconds(step_seconds), unit, {**config, **(extra or {})}, **peer_args)
 
-    mfu_peer = {"peer": peer["peer"], "peer_value": median_mfu(flops, peer["round_seconds"], peak)} if peer else {}
+    peer_flops = (train_step_flops(hparams, source_vocab_size + vocab_size, args.batch_sentences, args.src_len,
+                                   args.tgt_len) if args.peer == "shared_vocabulary" else flops)
+    mfu_peer = ({"peer": peer["peer"], "peer_value": median_mfu(peer_flops, peer["round_seconds"], peak)} if peer
+                else {})
     return [
         compared("train_target_tokens_per_sec", lambda s: target_tokens / s, "tokens/s"),
         compared("train_step_ms", lambda s: s * 1e3, "ms"),
