@@ -80,8 +80,9 @@ def decoded_text(tokenizer, ids):
 
 
 def _tokenizer(serialized_vocabulary):
-    """A graph tokenizer of the SentencePiece model, named after its sha256: a loaded SavedModel's tokenizers of
-    one name are one resource (the op's kernel shares it by node name), so two vocabularies need two names."""
+    """A graph tokenizer of the SentencePiece model, named after its sha256: the tokenizers of one name in a
+    SavedModel are one resource once it is loaded (the target side then decodes with the source vocabulary),
+    so separate vocabularies need two names."""
     digest = hashlib.sha256(serialized_vocabulary).hexdigest()[:16]
     return tf_text.SentencepieceTokenizer(model=serialized_vocabulary, out_type=tf.int32,
                                           name=f"sentencepiece_{digest}")
