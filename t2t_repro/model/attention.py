@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from t2t_repro.model.built_by_call import BuiltByCall
 from t2t_repro.model.dropout import Dropout
 
 # Added to the logits of masked positions. Large enough that exp() underflows to exactly 0 in float32, the
@@ -97,7 +98,7 @@ def call_outputs(output, cache=None, attention_scores=None):
     return (output, *extras) if extras else output
 
 
-class MultiHeadAttention(keras.layers.Layer):
+class MultiHeadAttention(BuiltByCall, keras.layers.Layer):
     """Multi-head attention, `Concat(head_1..head_h) W^O` with `head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)`.
 
     Section 3.2.2, with separate per-head query/key width `d_k` and value width `d_v` (Table 3 rows A, B).

@@ -2,10 +2,11 @@
 
 import keras
 
+from t2t_repro.model.built_by_call import BuiltByCall
 from t2t_repro.model.dropout import Dropout
 
 
-class FeedForward(keras.layers.Layer):
+class FeedForward(BuiltByCall, keras.layers.Layer):
     """FFN(x) = max(0, x W1 + b1) W2 + b2, applied to each position separately (section 3.3, equation 2).
 
     Args:

@@ -3,13 +3,14 @@
 import keras
 
 from t2t_repro.model.attention import MultiHeadAttention, call_outputs
+from t2t_repro.model.built_by_call import BuiltByCall
 from t2t_repro.model.config import HParamsConfig
 from t2t_repro.model.dropout import Dropout
 from t2t_repro.model.feed_forward import FeedForward
 from t2t_repro.model.layer_norm import LayerNormalization
 
 
-class SublayerConnection(keras.layers.Layer):
+class SublayerConnection(BuiltByCall, keras.layers.Layer):
     """Wraps a sub-layer with residual dropout, the residual add and layer normalization.
 
     "post" is the paper's `LayerNorm(x + Dropout(Sublayer(x)))` (sections 3.1 and 5.4); "pre" is the later
@@ -49,7 +50,7 @@ class SublayerConnection(keras.layers.Layer):
         return config
 
 
-class _TransformerLayer(HParamsConfig, keras.layers.Layer):
+class _TransformerLayer(HParamsConfig, BuiltByCall, keras.layers.Layer):
     """What the encoder and decoder layers share: the feed-forward sub-layer, built from one HParams. Sub-layers
     take this layer's dtype policy (mixed precision).
 

@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from t2t_repro.model.attention import causal_bias, empty_cache, padding_bias, unwritten_bias
+from t2t_repro.model.built_by_call import BuiltByCall
 from t2t_repro.model.config import HParamsConfig
 from t2t_repro.model.dropout import Dropout
 from t2t_repro.model.embedding import PositionEncoding, TokenEmbedding
@@ -17,7 +18,7 @@ DECODER_SELF_ATTENTION = "decoder_self_attention"
 ENCODER_DECODER_ATTENTION = "encoder_decoder_attention"
 
 
-class Transformer(HParamsConfig, keras.Model):
+class Transformer(HParamsConfig, BuiltByCall, keras.Model):
     """Encoder-decoder Transformer (section 3, Figure 1), its vocabulary shared by both sides (section 5.1) or
     each side's own.
 
