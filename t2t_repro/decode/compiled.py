@@ -13,11 +13,15 @@ _COMPILED = weakref.WeakKeyDictionary()
 
 
 def compiled_for_model(model, key, function, input_signature):
-    """`tf.function(lambda *args: function(model, *args), input_signature)`, made once per (model, key).
+    """`tf.function(lambda *args: function(model, *args), input_signature, autograph=False)`, made once per
+    (model, key).
 
     `key` must identify everything `function` reads besides the model and its arguments (settings, flags)."""
     per_model = _COMPILED.setdefault(model, {})
     if key not in per_model:
         model_ref = weakref.ref(model)
-        per_model[key] = tf.function(lambda *args: function(model_ref(), *args), input_signature=input_signature)
+        # No AutoGraph: the functions loop with tf.while_loop and branch with tf.cond themselves, and converting
+        # every Python function they call took half of the first batch's tracing.
+        per_model[key] = tf.function(lambda *args: function(model_ref(), *args), input_signature=input_signature,
+                                     autograph=False)
     return per_model[key]
