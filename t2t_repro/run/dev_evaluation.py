@@ -74,7 +74,7 @@ class DevEvaluator:
                 plain, _ = label_smoothed_cross_entropy(batch["targets"], logits, 0.0)
                 return smoothed, plain, tokens
 
-            self._loss_steps[model] = tf.function(batch_losses, input_signature=[batch_spec])
+            self._loss_steps[model] = tf.function(batch_losses, input_signature=[batch_spec], autograph=False)
         return self._loss_steps[model]
 
     def dev_loss(self, model):

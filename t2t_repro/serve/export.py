@@ -119,7 +119,7 @@ def build_serving_module(model, serialized_vocabulary, settings, serialized_targ
         eos = tf.fill([tokens.nrows(), 1], tf.constant(EOS_ID, tf.int32))
         return tf.concat([tokens, eos], axis=1)
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=INPUT_NAME)])
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=INPUT_NAME)], autograph=False)
     def serve_text(inputs):
         texts = clean_text(inputs)
         non_empty = tf.reshape(tf.where(tf.strings.length(texts) > 0), [-1, 1])
@@ -130,12 +130,12 @@ def build_serving_module(model, serialized_vocabulary, settings, serialized_targ
         scores = tf.scatter_nd(non_empty, scores, shape)  # 0.0 where empty
         return {OUTPUT_NAME: outputs, SCORES_NAME: scores}
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name=INPUT_NAME)])
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name=INPUT_NAME)], autograph=False)
     def serve_ids(inputs):
         ids, scores = beam(inputs)
         return {OUTPUT_NAME: ids, SCORES_NAME: scores}
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
     def source_lengths(texts):
         """Source tokens of each text as the model reads it, EOS included, before truncation (request checks)."""
         return tokenizer.tokenize(clean_text(texts)).row_lengths() + 1

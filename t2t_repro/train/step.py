@@ -73,7 +73,9 @@ class TrainStep:
         self._gradients = self._micro_batch_gradients
         if jit_compile:
             self._gradients = tf.function(self._micro_batch_gradients, jit_compile=True)
-        self._step = tf.function(self._distributed_step)
+        # No AutoGraph: the step has no Python control flow on tensors to convert (its loops are over Python
+        # lists), and converting every function it calls was most of the first step's tracing.
+        self._step = tf.function(self._distributed_step, autograph=False)
 
     def _micro_batch_gradients(self, batch, global_tokens):
         """(gradients of the batch's share of the mean loss, scaled under float16; its loss sum)."""
