@@ -53,7 +53,7 @@ def _generate(problem, data_dir, tmp_dir, manual_dir, options, vocabulary_sha256
 
 
 def _reused_vocabulary(problem):
-    """The vocabulary of the run the problem's vocab_from setting names, read and checked as a decoder would;
+    """The `Vocabularies` of the run the problem's vocab_from setting names, read and checked as a decoder would;
     UserError when it names no run."""
     run = problem.vocab_from
     RunLayout(run).check_is_run(f"problem {problem.name}: vocab_from={run}",
