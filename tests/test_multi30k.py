@@ -96,8 +96,10 @@ def test_problem_help_lists_the_test_set_and_the_vocabulary_settings():
     lines = result.stdout.splitlines()
     assert lines[0].startswith("problem multi30k_encs: Multi30K English-Czech")
     rows = {line.split()[0]: line.split()[1] for line in lines[1:]}
-    assert rows == {"test_set": "'test_2018_flickr'", "vocab_size": "8000", "vocab_model_type": "'bpe'",
-                    "vocab_sample_sentences": "2000000", "vocab_from": "None", "bleu_tokenizer": "''"}
+    assert rows == {"test_set": "'test_2018_flickr'", "vocab_size": "8000", "shared_vocabulary": "True",
+                    "source_vocab_size": "None", "target_vocab_size": "None", "character_coverage": "None",
+                    "vocab_model_type": "'bpe'", "vocab_sample_sentences": "2000000", "vocab_from": "None",
+                    "bleu_tokenizer": "''"}
 
 
 # Bad release files: one line, exit 2, nothing written ----------------------------------------------------------
