@@ -222,12 +222,13 @@ def detokenize(args, pieces_file, text_file):
     write_lines(text_file, [model.decode(line.split()) for line in read_lines(pieces_file)])
 
 
-def bleu(args, hypothesis_file):
-    """sacreBLEU's default (13a, cased) against the raw test2016 reference."""
+def bleu(args, hypothesis_file, metric="bleu"):
+    """sacreBLEU's default (13a, cased) against the raw test2016 reference; metric="chrf": its chrF2."""
     import sacrebleu
 
     reference = read_lines(Path(args.work) / "data" / "test.de")
-    return sacrebleu.corpus_bleu(read_lines(hypothesis_file), [reference]).score
+    score = sacrebleu.corpus_chrf if metric == "chrf" else sacrebleu.corpus_bleu
+    return score(read_lines(hypothesis_file), [reference]).score
 
 
 def translation_seconds(output):
@@ -246,6 +247,7 @@ def decode(args):
     times = json.loads((Path(args.work) / args.name / "checkpoint_times.json").read_text())
     record(args.work, {"step": "decode", "toolkit": "opennmt-py", "name": args.name, "checkpoint": args.step,
                        "average": args.average, "bleu": bleu(args, f"{out}.de"),
+                       "chrf": bleu(args, f"{out}.de", "chrf"),
                        "train_wall_s": times.get(str(args.step)), "decode_s": seconds,
                        "translation_s": translation_seconds(output)})
 
@@ -298,7 +300,8 @@ def t2t_decode(args):
     start = (run_dir / "run.json").stat().st_mtime
     wall = (run_dir / "checkpoints" / f"ckpt-{args.step}.index").stat().st_mtime - start
     record(args.work, {"step": "decode", "toolkit": "t2t-repro", "checkpoint": args.step, "average": args.average,
-                       "bleu": bleu(args, out), "decode_s": seconds, "train_wall_s": wall})
+                       "bleu": bleu(args, out), "chrf": bleu(args, out, "chrf"), "decode_s": seconds,
+                       "train_wall_s": wall})
 
 
 def main():
