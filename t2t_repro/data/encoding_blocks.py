@@ -23,6 +23,7 @@ workers, with one line instead of a traceback per worker) and ends when the main
 """
 
 import dataclasses
+import functools
 import json
 import os
 import signal
@@ -129,13 +130,19 @@ def _word_cache(vocab_path, keep=()):
     return _LOADED[vocab_path]
 
 
+@functools.lru_cache(maxsize=2)
+def _serializer(vocab_size):
+    """One ExampleSerializer (a table of varints) per vocabulary size and process, not one per block."""
+    return ExampleSerializer(vocab_size)
+
+
 def encode_block(job, index, pairs):
     """Encodes the block `index` of a split (a list of stripped (source, target) strings) and writes its block
     file (and, for dev and test, its text); returns its `BlockResult`."""
     paths = (job.source_vocab_path or job.vocab_path, job.vocab_path)
     source_encoder, target_encoder = (_word_cache(path, keep=paths) for path in paths)
     separate = source_encoder is not target_encoder
-    serialize = ExampleSerializer(max(encoder.vocabulary.vocab_size for encoder in (source_encoder, target_encoder)))
+    serialize = _serializer(max(encoder.vocabulary.vocab_size for encoder in (source_encoder, target_encoder)))
     dropped_empty = 0
     if not job.keep_text:
         kept = [pair for pair in pairs if pair[0] and pair[1]]
