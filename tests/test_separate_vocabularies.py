@@ -103,7 +103,8 @@ def test_the_ctranslate2_export_decodes_as_the_tensorflow_search(greek_run, gree
     version = greek_run / "run" / "export_ctranslate2" / "1"
     assert (version / "vocab.source.model").exists() and (version / "vocab.target.model").exists()
     outputs = {}
-    for engine, model in (("ctranslate2", f"--model_dir={version}"), ("tensorflow", f"--output_dir={greek_run / 'run'}")):
+    engines = (("ctranslate2", f"--model_dir={version}"), ("tensorflow", f"--output_dir={greek_run / 'run'}"))
+    for engine, model in engines:
         # Greedy: CTranslate2's beam search ends otherwise (its patience), so only greedy outputs compare exactly.
         result = run_cli("decoder", f"--engine={engine}", model, f"--decode_from_file={greek_corpus / 'test.en'}",
                          f"--decode_to_file={tmp_path / engine}", "--extra_length=3", "--beam_size=1", "--quiet")
