@@ -20,9 +20,10 @@ removed, SentencePiece ids of the source vocabulary, EOS appended; outputs are d
 vocabulary (the same one when shared, section 5.1). Bytes that are not UTF-8 become U+FFFD in the graph, which
 has no way to refuse one string of a batch; the project's tools refuse such text before it reaches a model (the
 decoder names the line, t2t-repro-serve answers 400). As in `t2t-repro-decoder`, a source longer than
-`max_input_length` tokens (EOS included; default the run's hparams.max_length) is truncated and an empty source gives "" with score 0.0. Decoding is the project's beam
-search (`t2t_repro.decode.transformer_search.search`) with the settings fixed at export time (default: the
-problem's, section 6.1 / 6.3), so the export answers as `t2t-repro-decoder` does.
+`max_input_length` tokens (EOS included; default the run's hparams.max_length) is truncated and an empty
+source gives "" with score 0.0. Decoding is the project's beam search
+(`t2t_repro.decode.transformer_search.search`) with the settings fixed at export time (default: the problem's,
+section 6.1 / 6.3), so the export answers as `t2t-repro-decoder` does.
 
 The graph returns the raw decoded target string. For translation that is the translation. For parsing it is
 the linearised tree: turning it into a PTB tree on the source words (`problem.postprocess`) happens outside
