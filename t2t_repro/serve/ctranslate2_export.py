@@ -25,7 +25,9 @@ import time
 from t2t_repro import safe_write
 from t2t_repro.errors import UserError
 from t2t_repro.serve.ctranslate2_spec import transformer_spec, unsupported_settings
-from t2t_repro.serve.export_files import CTRANSLATE2_METADATA, CTRANSLATE2_SIDE_VOCABULARIES, CTRANSLATE2_VOCABULARY
+from t2t_repro.serve.export_files import (
+    CTRANSLATE2_METADATA, CTRANSLATE2_SIDE_VOCABULARIES, CTRANSLATE2_VOCABULARY, write_vocabularies,
+)
 from t2t_repro.serve.options import CTRANSLATE2, QUANTIZATIONS
 from t2t_repro.serve.versions import unwritten_version_error, write_new_version
 
@@ -76,14 +78,10 @@ def export_ctranslate2(model, vocabularies, settings, export_dir, description, q
         "exported_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
 
-    files = ({CTRANSLATE2_VOCABULARY: vocabularies.target} if vocabularies.shared else
-             {CTRANSLATE2_SIDE_VOCABULARIES[side]: getattr(vocabularies, side) for side in ("source", "target")})
-
     def write(path):
         try:
             spec.save(path)
-            for name, vocabulary in files.items():
-                safe_write.write_file(os.path.join(path, name), vocabulary.serialized_model)
+            write_vocabularies(path, vocabularies, CTRANSLATE2_VOCABULARY, CTRANSLATE2_SIDE_VOCABULARIES)
             safe_write.write_json(os.path.join(path, CTRANSLATE2_METADATA), metadata)
         except OSError as error:  # e.g. a full disk: no version is published
             raise unwritten_version_error("a CTranslate2 model", export_dir, error) from None

@@ -46,7 +46,7 @@ from t2t_repro import safe_write
 from t2t_repro.decode.transformer_search import search
 from t2t_repro.serve.export_files import (
     IDS_SIGNATURE, INPUT_NAME, OUTPUT_NAME, SAVED_MODEL_METADATA, SAVED_MODEL_SIDE_VOCABULARIES, SAVED_MODEL_VOCABULARY,
-    SCORES_NAME, TEXT_SIGNATURE,
+    SCORES_NAME, TEXT_SIGNATURE, write_vocabularies,
 )
 from t2t_repro.serve.sentencepiece_log import sentencepiece_info_hidden
 from t2t_repro.serve.versions import same_export_as_newest, unwritten_version_error, write_new_version
@@ -207,15 +207,12 @@ def export_saved_model(model, vocabularies, settings, export_dir, description):
         module, signatures = build_serving_module(
             model, vocabularies.source.serialized_model, settings,
             None if vocabularies.shared else vocabularies.target.serialized_model)
-    files = ({VOCABULARY_FILE: vocabularies.target} if vocabularies.shared else
-             {SAVED_MODEL_SIDE_VOCABULARIES[side]: getattr(vocabularies, side) for side in ("source", "target")})
 
     def write(path):
         try:
             tf.saved_model.save(module, path, signatures=signatures)
             os.makedirs(os.path.join(path, "assets.extra"), exist_ok=True)
-            for name, vocabulary in files.items():
-                safe_write.write_file(os.path.join(path, name), vocabulary.serialized_model)
+            write_vocabularies(path, vocabularies, VOCABULARY_FILE, SAVED_MODEL_SIDE_VOCABULARIES)
             safe_write.write_json(os.path.join(path, METADATA_FILE), metadata)
         except (tf.errors.OpError, OSError) as error:  # e.g. a full disk: no version is published
             raise unwritten_version_error("a SavedModel", export_dir, error) from None

@@ -8,6 +8,8 @@ A SavedModel version keeps them in `assets.extra/`, which TensorFlow Serving ign
 import json
 import os
 
+from t2t_repro import safe_write
+
 # The signatures of an export (a SavedModel's, and those the server gives a CTranslate2 export), their input
 # and outputs.
 TEXT_SIGNATURE = "serving_default"
@@ -37,3 +39,12 @@ def read_export_metadata(version_dir):
         if isinstance(metadata, dict):
             return metadata
     return {}
+
+
+def write_vocabularies(version_dir, vocabularies, shared_file, side_files):
+    """Writes an export's SentencePiece models into `version_dir`: the shared one as `shared_file`, or each side's
+    as `side_files[side]` ("source", "target")."""
+    files = ({shared_file: vocabularies.target} if vocabularies.shared else
+             {name: getattr(vocabularies, side) for side, name in side_files.items()})
+    for name, vocabulary in files.items():
+        safe_write.write_file(os.path.join(version_dir, name), vocabulary.serialized_model)
