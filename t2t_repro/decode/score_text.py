@@ -93,7 +93,8 @@ def _target_limit(scorer, settings):
     return longest_output, "the longest output the decoder gives: max_input_length + extra_length"
 
 
-def score_texts(sources, targets, scorer, vocabularies, settings, batch_size=None, batch_tokens=None, progress=True):
+def score_texts(sources, targets, scorer, vocabularies, settings, batch_size=None, batch_tokens=None, progress=True,
+                file_names=None):
     """Scores every (source, target) string pair with a batch scorer (`t2t_repro.decode.scoring`); returns a
     PairScore per pair, in input order.
 
@@ -106,11 +107,16 @@ def score_texts(sources, targets, scorer, vocabularies, settings, batch_size=Non
         batch_size, batch_tokens: pairs per batch, or padded tokens of the longer side per batch (the default,
             `length_sorted_batches`).
         progress: show a tqdm progress bar.
+        file_names: (source, target) names of the files the texts were read from: each side is then checked to
+            be in its vocabulary's script (`check_script`) before anything is scored.
     """
     if len(sources) != len(targets):
         raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
     _, encoded_sources = encode_sources(sources, settings, vocabularies.source, _NOT_SCORED)
     encoded_targets = _encode_targets(targets, vocabularies.target, *_target_limit(scorer, settings))
+    if file_names:
+        for name, encoded, side in zip(file_names, (encoded_sources, encoded_targets), ("source", "target")):
+            check_script(name, encoded, getattr(vocabularies, side), side)
     pairs = [None if source is None or target is None else (source, target)
              for source, target in zip(encoded_sources, encoded_targets)]
     # The longer side of a pair decides the batch it joins: similar lengths both sides pad little.
@@ -130,24 +136,23 @@ def score_text_files(source_path, target_path, scorer, vocabularies, settings, *
     """`score_texts` of two line-aligned text files (UserError naming both line counts when they differ, or a
     file written mostly in characters its side's vocabulary lacks)."""
     check_aligned(source_path, target_path)
-    sources, targets = read_source_lines(source_path), read_source_lines(target_path)
-    for path, texts, side in ((source_path, sources, "source"), (target_path, targets, "target")):
-        check_script(path, texts, getattr(vocabularies, side), side)
-    return score_texts(sources, targets, scorer, vocabularies, settings, **options)
+    return score_texts(read_source_lines(source_path), read_source_lines(target_path), scorer, vocabularies,
+                       settings, file_names=(source_path, target_path), **options)
 
 
 # A file whose tokens are more than this share byte pieces is in a script its vocabulary never saw.
 FOREIGN_SCRIPT_SHARE = 0.5
 
 
-def check_script(path, texts, vocabulary, side):
-    """UserError when more than FOREIGN_SCRIPT_SHARE of the tokens of `texts` (the lines of `path`) are byte
-    pieces, the spelling of characters the `side` vocabulary never saw: a file in another language or script
-    than the model reads there (the two files swapped, say), whose scores would mean nothing."""
+def check_script(path, encoded, vocabulary, side):
+    """UserError when more than FOREIGN_SCRIPT_SHARE of the tokens of `encoded` (the id lists, None for a line
+    not scored, of the lines of `path`) are byte pieces, the spelling of characters the `side` vocabulary never
+    saw: a file in another language or script than the model reads there (the two files swapped, say), whose
+    scores would mean nothing."""
     byte_pieces = set(getattr(vocabulary, "byte_piece_ids", lambda: ())())
     if not byte_pieces:
         return
-    ids = [token for text in texts if text.strip() for token in vocabulary.encode(text.strip())]
+    ids = [token for line_ids in encoded if line_ids for token in line_ids]
     share = sum(token in byte_pieces for token in ids) / max(1, len(ids))
     if share > FOREIGN_SCRIPT_SHARE:
         raise UserError(f"{path}: {share:.0%} of its tokens spell characters the model's {side} vocabulary never "
