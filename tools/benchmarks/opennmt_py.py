@@ -3,16 +3,17 @@ training target tokens per second, test2016 decoding sentences per second (float
 and the same decode in CTranslate2 int8, each toolkit's own export.
 
 Both read the same pieces: the t2t-repro problem's SentencePiece model (multi30k_ende's shared 8,000-piece BPE)
-encodes the release's raw text; OpenNMT-py gets one vocabulary of the model's pieces for both sides, tied
-source, target and generator embeddings, and training pairs of at most 128 pieces a side. Its recipe has
-transformer_small's shape: 3+3 layers, d_model 256, d_ff 1024, 4 heads, dropout 0.3, no attention dropout,
-sinusoidal positions, label smoothing 0.1, Adam beta2 0.98, noam decay, 1,000 warm-up steps, 2,048-token
-batches normalized by tokens, no clipping, Glorot initialization, a checkpoint every 175 steps, the last 5
-averaged; beam 4, GNMT length penalty alpha 0.6, 32 sentences a batch. --learning_rate 2.0 is OpenNMT-py's
-documented Transformer setting, 1.0 exactly t2t-repro's schedule. Still different: OpenNMT-py 3.5's Transformer
-is pre-norm (transformer_small post-norm, as the paper); Adam epsilon 1e-8 (t2t-repro 1e-9); token batches count
-max(source, target) padded tokens (t2t-repro each side); outputs of at most 250 tokens (t2t-repro: source length
-+ 50); no dev evaluation while training.
+encodes the release's raw text; OpenNMT-py gets one vocabulary of the model's pieces for both sides, tied source,
+target and generator embeddings, and training pairs of at most 128 pieces a side. Its recipe has transformer_small's
+shape: 3+3 layers, d_model 256, d_ff 1024, 4 heads, dropout 0.3, no attention dropout, sinusoidal positions, label
+smoothing 0.1, Adam beta2 0.98, noam decay, 1,000 warm-up steps, 2,048-token batches normalized by tokens, no
+clipping, Glorot initialization, a checkpoint every 175 steps, the last 5 averaged; beam 4, GNMT length penalty
+alpha 0.6, 32 sentences a batch. --learning_rate 2.0 is OpenNMT-py's documented Transformer setting, 1.0 exactly
+t2t-repro's schedule. Still different: OpenNMT-py 3.5's Transformer is pre-norm (transformer_small post-norm, as the
+paper); its `dropout` also drops the feed-forward layer's inner activations (transformer_small's relu_dropout is 0,
+and OpenNMT-py has no separate setting); Adam epsilon 1e-8 (t2t-repro 1e-9); token batches count max(source, target)
+padded tokens (t2t-repro each side); outputs of at most 250 tokens (t2t-repro: source length + 50); no dev
+evaluation while training.
 
 Install the peer, CPU only (the exact torch version takes a CPU wheel; OpenNMT-py's torch<2.3 pin is skipped):
 
