@@ -28,6 +28,7 @@ The steps, run with that venv's python; t2t-repro installed in VENV, its data in
     P="venv-onmt/bin/python tools/benchmarks/opennmt_py.py --work=W --onmt_bin=venv-onmt/bin --t2t_bin=VENV/bin"
     $P prepare --manual_dir=MULTI30K --vocab_model=DATA_DIR/multi30k_ende/vocab.model
     $P --threads=1 train --name=lr2 --learning_rate=2.0 --train_steps=1750
+    $P --threads=1 train --name=lr1 --learning_rate=1.0 --train_steps=1750  # this project's schedule
     $P --threads=1 train --name=lr2 --train_steps=3500 --train_from=W/lr2/model_step_1750.pt  # optimizer kept
     $P decode --name=lr2 --step=1750 --average=5         # --average=1: that checkpoint alone
     $P t2t_decode --run_dir=RUN --step=1750 --average=5  # the run's checkpoints, decoded and scored the same way
