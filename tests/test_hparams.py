@@ -82,7 +82,7 @@ def test_transformer_small_is_the_set_for_small_real_corpora():
     small = catalog.get_hparams("transformer_small")
     assert (small.num_layers, small.d_model, small.d_ff, small.num_heads, small.d_k, small.d_v) == (3, 256, 1024, 4,
                                                                                                     64, 64)
-    assert (small.dropout, small.label_smoothing, small.warmup_steps, small.batch_tokens) == (0.3, 0.1, 1000, 2048)
+    assert (small.dropout, small.label_smoothing, small.warmup_steps, small.batch_tokens) == (0.2, 0.1, 1000, 2048)
     assert small.checkpoint_average_count == 5 and small.max_length == 128 and small.train_steps == 3500
     base = catalog.get_hparams("transformer_base")
     kept = ("norm_placement", "shared_embedding", "position_encoding", "adam_beta2", "adam_epsilon", "precision")

@@ -34,7 +34,8 @@ def speed_train(args, round_):
     reports = [int(m[2].replace(",", "")) for m in _T2T_REPORT.finditer(output)][1:]
     t2t = sum(reports) / len(reports) if reports else None
     peer = argparse.Namespace(**{**vars(args), "name": f"speed/onmt_train_{round_}", "train_from": None,
-                                 "learning_rate": 2.0, "train_steps": args.speed_steps, "seed": 1234})
+                                 "learning_rate": 2.0, "train_steps": args.speed_steps, "seed": 1234,
+                                 "dropout": opennmt_py.DROPOUT})
     shutil.rmtree(Path(args.work) / peer.name, ignore_errors=True)
     train(peer)
     onmt = log_tokens_per_second(Path(args.work) / peer.name / f"train_to{args.speed_steps}.log")
