@@ -5,7 +5,8 @@ and the same decode in CTranslate2 int8, each toolkit's own export.
 Both read the same pieces: the t2t-repro problem's SentencePiece model (multi30k_ende's shared 8,000-piece BPE)
 encodes the release's raw text; OpenNMT-py gets one vocabulary of the model's pieces for both sides, tied source,
 target and generator embeddings, and training pairs of at most 128 pieces a side. Its recipe has transformer_small's
-shape: 3+3 layers, d_model 256, d_ff 1024, 4 heads, dropout 0.2 (--dropout; the comparisons published on
+values, read from the t2t-repro in --t2t_bin (`t2t-repro-trainer --hparams=transformer_small --hparams_help`), so the
+two stay in step: 3+3 layers, d_model 256, d_ff 1024, 4 heads, dropout 0.2 (--dropout; the comparisons published on
 2026-11-27 and 28 ran both toolkits at 0.3, the set's value then), no attention dropout, sinusoidal positions, label
 smoothing 0.1, Adam beta2 0.98, noam decay, 1,000 warm-up steps, 2,048-token batches normalized by tokens, no
 clipping, Glorot initialization, a checkpoint every 175 steps, the last 5 averaged; beam 4, GNMT length penalty
@@ -41,6 +42,7 @@ checkpoints with torch.load, which newer torch limits to weights unless TORCH_FO
 """
 
 import argparse
+import ast
 import gzip
 import json
 import os
@@ -55,7 +57,7 @@ SPLITS = {"train": "train", "val": "val", "test": "test_2016_flickr"}
 MAX_PIECES = 128
 PIECE_SPECIALS = ("<pad>", "</s>", "<unk>", "<s>")  # OpenNMT-py adds its own
 DECODE = dict(beam_size=4, alpha=0.6, batch_size=32)
-DROPOUT = 0.2  # transformer_small's
+SET = "transformer_small"
 
 
 def record(work, result):
@@ -83,6 +85,19 @@ def run(command, threads, log_file=None):
     if done.returncode:
         sys.exit(f"failed ({done.returncode}): {' '.join(map(str, command))}\n{done.stdout[-3000:]}")
     return seconds, done.stdout
+
+
+def t2t_hparams(args):
+    """transformer_small's values as the installed t2t-repro lists them (`--hparams_help`): name -> value."""
+    _, output = run([Path(args.t2t_bin) / "t2t-repro-trainer", f"--hparams={SET}", "--hparams_help"], args.threads)
+    values = {}
+    for line in output.splitlines():
+        name, value = (line.split(maxsplit=2) + ["", ""])[:2]
+        try:
+            values[name] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            continue  # a line of help text, not a setting
+    return values
 
 
 def read_lines(path):
@@ -127,8 +142,10 @@ def prepare(args):
     record(args.work, {"step": "prepare", "pairs": counts, "pieces": len(vocabulary)})
 
 
-def train_config(args, run_dir):
+def train_config(args, run_dir, small):
+    """OpenNMT-py's configuration with `small`'s (transformer_small's) shape and schedule."""
     data = Path(args.work) / "data"
+    dropout = small["dropout"] if args.dropout is None else args.dropout
     return {
         "src_vocab": str(data / "vocab.txt"), "tgt_vocab": str(data / "vocab.txt"), "share_vocab": True,
         "src_vocab_size": 10000, "tgt_vocab_size": 10000, "vocab_size_multiple": 1,
@@ -136,13 +153,15 @@ def train_config(args, run_dir):
         "save_model": str(run_dir / "model"), "save_checkpoint_steps": 175, "keep_checkpoint": -1,
         "train_steps": args.train_steps, "valid_steps": 10 ** 9, "report_every": 25,
         "seed": args.seed, "num_workers": 1, "world_size": 1, "gpu_ranks": [], "bucket_size": 32768,
-        "encoder_type": "transformer", "decoder_type": "transformer", "enc_layers": 3, "dec_layers": 3,
-        "hidden_size": 256, "word_vec_size": 256, "heads": 4, "transformer_ff": 1024, "add_ffnbias": True,
+        "encoder_type": "transformer", "decoder_type": "transformer", "enc_layers": small["num_layers"],
+        "dec_layers": small["num_layers"], "hidden_size": small["d_model"], "word_vec_size": small["d_model"],
+        "heads": small["num_heads"], "transformer_ff": small["d_ff"], "add_ffnbias": True,
         "position_encoding": True, "share_embeddings": True, "share_decoder_embeddings": True,
-        "dropout": [args.dropout], "attention_dropout": [0.0], "label_smoothing": 0.1,
-        "optim": "adam", "adam_beta1": 0.9, "adam_beta2": 0.98, "decay_method": "noam", "warmup_steps": 1000,
+        "dropout": [dropout], "attention_dropout": [small["attention_dropout"]],
+        "label_smoothing": small["label_smoothing"], "optim": "adam", "adam_beta1": small["adam_beta1"],
+        "adam_beta2": small["adam_beta2"], "decay_method": "noam", "warmup_steps": small["warmup_steps"],
         "learning_rate": args.learning_rate, "max_grad_norm": 0.0, "param_init": 0.0, "param_init_glorot": True,
-        "batch_type": "tokens", "batch_size": 2048, "normalization": "tokens", "accum_count": [1],
+        "batch_type": "tokens", "batch_size": small["batch_tokens"], "normalization": "tokens", "accum_count": [1],
         "model_dtype": "fp32",
     }
 
@@ -153,7 +172,7 @@ def train(args):
 
     run_dir = Path(args.work) / args.name
     run_dir.mkdir(parents=True, exist_ok=True)
-    config = train_config(args, run_dir)
+    config = train_config(args, run_dir, t2t_hparams(args))
     if args.train_from:
         config["train_from"] = args.train_from
     tag = f"to{args.train_steps}"
@@ -324,7 +343,8 @@ def main():
     sub.add_argument("--train_steps", type=int, default=1750)
     sub.add_argument("--train_from", default=None, help="a checkpoint to continue (optimizer and step kept)")
     sub.add_argument("--seed", type=int, default=1234)
-    sub.add_argument("--dropout", type=float, default=DROPOUT, help="transformer_small's; 0.3 before 2026-11-28")
+    sub.add_argument("--dropout", type=float, default=None,
+                     help="default: transformer_small's (0.2; 0.3 before 2026-11-28)")
     for name in ("decode", "t2t_decode", "speed"):
         sub = steps.add_parser(name)
         sub.add_argument("--name", default="lr2", help="the OpenNMT-py run")

@@ -35,7 +35,7 @@ def speed_train(args, round_):
     t2t = sum(reports) / len(reports) if reports else None
     peer = argparse.Namespace(**{**vars(args), "name": f"speed/onmt_train_{round_}", "train_from": None,
                                  "learning_rate": 2.0, "train_steps": args.speed_steps, "seed": 1234,
-                                 "dropout": opennmt_py.DROPOUT})
+                                 "dropout": None})
     shutil.rmtree(Path(args.work) / peer.name, ignore_errors=True)
     train(peer)
     onmt = log_tokens_per_second(Path(args.work) / peer.name / f"train_to{args.speed_steps}.log")
