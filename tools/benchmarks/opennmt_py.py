@@ -91,12 +91,11 @@ def t2t_hparams(args):
     """transformer_small's values as the installed t2t-repro lists them (`--hparams_help`): name -> value."""
     _, output = run([Path(args.t2t_bin) / "t2t-repro-trainer", f"--hparams={SET}", "--hparams_help"], args.threads)
     values = {}
-    for line in output.splitlines():
-        name, value = (line.split(maxsplit=2) + ["", ""])[:2]
+    for fields in (line.split(maxsplit=2) for line in output.splitlines()):
         try:
-            values[name] = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
-            continue  # a line of help text, not a setting
+            values[fields[0]] = ast.literal_eval(fields[1])  # each line: name, value (a Python literal), help
+        except (IndexError, ValueError, SyntaxError):
+            continue  # not a setting's line
     return values
 
 
