@@ -6,8 +6,8 @@ Both read the same pieces: the t2t-repro problem's SentencePiece model (multi30k
 encodes the release's raw text; OpenNMT-py gets one vocabulary of the model's pieces for both sides, tied source,
 target and generator embeddings, and training pairs of at most 128 pieces a side. Its recipe has transformer_small's
 values, read from the t2t-repro in --t2t_bin (`t2t-repro-trainer --hparams=transformer_small --hparams_help`), so the
-two stay in step: 3+3 layers, d_model 256, d_ff 1024, 4 heads, dropout 0.2 (--dropout; the comparisons published on
-2026-11-27 and 28 ran both toolkits at 0.3, the set's value then), no attention dropout, sinusoidal positions, label
+two stay in step: 3+3 layers, d_model 256, d_ff 1024, 4 heads, dropout 0.2 (--dropout; most comparisons published
+on 2026-11-27 and 28 ran both toolkits at 0.3, the set's value then), no attention dropout, sinusoidal positions, label
 smoothing 0.1, Adam beta2 0.98, noam decay, 1,000 warm-up steps, 2,048-token batches normalized by tokens, no
 clipping, Glorot initialization, a checkpoint every 175 steps, the last 5 averaged; beam 4, GNMT length penalty
 alpha 0.6, 32 sentences a batch. --learning_rate 2.0 is OpenNMT-py's documented Transformer setting, 1.0 exactly
