@@ -101,9 +101,9 @@ def transformer_small():
     whole Multi30K EN-DE run took 61.9 minutes on an AVX2-only one (about 3 of them lost to other work beside its
     start), test2016 sacreBLEU 39.12, and 35.4 on one with AVX512-BF16, 38.97 (docs/results.md). Dev loss was still
     falling there; a larger corpus or a faster machine takes more (--train_steps). On val, the 1,000-step warmup,
-    2,048-token batches and no attention or ReLU dropout held against a 500-step warmup, 4,096-token batches at half
-    the steps and attention and ReLU dropout 0.1, label smoothing 0.1 against 0.2 and the unscaled learning rate
-    against 1.41 times it; the size is not searched.
+    2,048-token batches, no attention or ReLU dropout, label smoothing 0.1 and the unscaled learning rate held
+    against a 500-step warmup, 4,096-token batches at half the steps, attention and ReLU dropout 0.1, label
+    smoothing 0.2 and 1.41 times the learning rate; the size is not searched (one 6+6-layer try diverged).
     """
     return dataclasses.replace(
         transformer_base(),
