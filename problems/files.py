@@ -14,8 +14,9 @@ layout of lines) or `T/{train,dev,test}.trees` (one tree per line), cleans the t
 by EVALB F1 (section 6.3). `t2t-repro-trainer --problem=translate_files --problem_help` lists the settings.
 
 translate_files shares one vocabulary between source and target by default, as the paper does (section 5.1);
-`shared_vocabulary=false,source_vocab_size=S,target_vocab_size=T` gives each side its own, the choice for pairs
-whose scripts differ (English-Chinese, English-Russian), where a shared one spends most of its pieces on one side.
+`shared_vocabulary=false` gives each side its own of vocab_size pieces (or `source_vocab_size=S,target_vocab_size=T`),
+the choice for pairs whose scripts differ (English-Chinese, English-Russian), where a shared one spends most of its
+pieces on one side.
 parse_files always shares one (a sentence's words reappear in its tree).
 """
 
@@ -34,7 +35,10 @@ from t2t_repro.registry import register_problem
 from t2t_repro.settings import check_fields, check_interval, setting
 
 _LANGUAGE_CODE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}")
-_VOCAB_SIZE_HELP = "SentencePiece vocabulary size, one vocabulary for source and target (section 5.1)"
+_VOCAB_SIZE_HELP = ("SentencePiece vocabulary size: of the one vocabulary for source and target (section 5.1), or "
+                    "with shared_vocabulary=false of each side's not sized by source_vocab_size or target_vocab_size")
+SHARED_VOCABULARY_HELP = ("one vocabulary for both sides (section 5.1, which then ties all three embedding matrices); false: "
+                "each side its own, trained on its side's sentences (the target embedding stays tied with the softmax)")
 # Settings added after runs were recorded: left out of the recorded settings at these values, so that data and
 # runs made before them still match.
 _RECORDED_WHEN_SET = {"shared_vocabulary": True, "source_vocab_size": None, "target_vocab_size": None,
@@ -48,12 +52,11 @@ class SubwordTranslationSettings:
     """The vocabulary and BLEU settings of a translation problem read from files (translate_files, multi30k_*)."""
 
     vocab_size: int = setting(8000, _VOCAB_SIZE_HELP)
-    shared_vocabulary: bool = setting(True, "one vocabulary for both sides (section 5.1, which then ties all three "
-                                            "embedding matrices); false: each side its own, source_vocab_size and "
-                                            "target_vocab_size pieces (the target embedding stays tied with the "
-                                            "softmax)")
-    source_vocab_size: int | None = setting(None, "the source vocabulary's size (shared_vocabulary=false)")
-    target_vocab_size: int | None = setting(None, "the target vocabulary's size (shared_vocabulary=false)")
+    shared_vocabulary: bool = setting(True, SHARED_VOCABULARY_HELP)
+    source_vocab_size: int | None = setting(None, "the source vocabulary's size (shared_vocabulary=false; None: "
+                                                  "vocab_size)")
+    target_vocab_size: int | None = setting(None, "the target vocabulary's size (shared_vocabulary=false; None: "
+                                                  "vocab_size)")
     character_coverage: float | None = setting(None, "SentencePiece's share of the characters that get pieces of "
                                                      "their own, the rarest rest spelled in bytes (None: 0.9995 "
                                                      "for Chinese, Japanese and Korean text, else 0.9999)")
@@ -61,9 +64,9 @@ class SubwordTranslationSettings:
                                     choices=("bpe", "unigram"))
     vocab_sample_sentences: int = setting(2_000_000, _SAMPLE_HELP)
     # None, not "": data and runs recorded before this setting existed lack it, which reads as None.
-    vocab_from: str | None = setting(None, "a run's --output_dir whose vocabulary encodes the data instead of one learned "
-                                  "from it (vocab_size, vocab_model_type and vocab_sample_sentences are then "
-                                  "unused): data to fine-tune that run on (--warm_start_from)")
+    vocab_from: str | None = setting(None, "a run's --output_dir whose vocabulary encodes the data instead of one "
+                                           "learned from it (vocab_size, vocab_model_type and vocab_sample_sentences "
+                                           "are then unused): data to fine-tune that run on (--warm_start_from)")
     bleu_tokenizer: str = setting("", "sacreBLEU tokenizer of the detokenized BLEU (empty: the one that suits the "
                                       "target language: zh, ja-mecab, ko-mecab, else 13a)")
     what: typing.ClassVar[str] = "problem setting"  # names the settings in messages
@@ -72,17 +75,10 @@ class SubwordTranslationSettings:
         check_fields(self, self.what)
         if self.character_coverage is not None:
             check_interval(self, self.what, ["character_coverage"], 0, 1, low_open=True, high_open=False)
-        sides = ("source_vocab_size", "target_vocab_size")
-        if not self.shared_vocabulary:
-            missing = [name for name in sides if getattr(self, name) is None]
-            if missing:
-                raise UserError(f"{self.what} shared_vocabulary=false needs {' and '.join(missing)}: each side's "
-                                "vocabulary size, e.g. source_vocab_size=8000,target_vocab_size=8000")
-        else:
-            given = [name for name in sides if getattr(self, name) is not None]
-            if given:
-                raise UserError(f"{self.what} {given[0]} is for separate vocabularies: add shared_vocabulary=false "
-                                "(the shared vocabulary's size is vocab_size)")
+        given = [name for name in ("source_vocab_size", "target_vocab_size") if getattr(self, name) is not None]
+        if self.shared_vocabulary and given:
+            raise UserError(f"{self.what} {given[0]} is for separate vocabularies: add shared_vocabulary=false "
+                            "(the shared vocabulary's size is vocab_size)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,6 +131,10 @@ class SubwordTranslation(TranslationProblem):
     source_vocab_size = property(lambda self: self.settings.source_vocab_size)
     target_vocab_size = property(lambda self: self.settings.target_vocab_size)
     character_coverage = property(lambda self: self.settings.character_coverage)
+
+    @classmethod
+    def settings_from_record(cls, recorded):
+        return cls.settings_class(**{**_RECORDED_WHEN_SET, **recorded})  # `settings_dict` leaves these out
 
     def settings_dict(self):
         return {key: value for key, value in super().settings_dict().items()

@@ -34,6 +34,20 @@ def get_problem(name, overrides=""):
     return _built(PROBLEMS, name, lambda problem_class: problem_class(settings))
 
 
+def recorded_problem(name, overrides, recorded_settings):
+    """The problem `name` as a run recorded it: built from its recorded settings (run.json's problem_settings), so
+    that a default changed since the run does not change its problem; from `overrides` when it recorded none."""
+    if not recorded_settings:
+        return get_problem(name, overrides)
+    problem_class = PROBLEMS.get(name)
+    try:
+        settings = problem_class.settings_from_record(recorded_settings)
+    except TypeError as error:  # a recorded setting the problem no longer has
+        raise UserError(f"the run's recorded settings of problem {name} ({recorded_settings}) do not fit its "
+                        f"settings now: {first_line(error)}") from None
+    return _built(PROBLEMS, name, lambda registered: registered(settings))
+
+
 def problem_help(name, overrides=""):
     """Every setting of the problem `name` with its value (overrides applied) and its help."""
     settings = problem_settings(name, overrides)

@@ -59,8 +59,10 @@ def test_datagen_reads_train_val_as_dev_and_test_2016_flickr(release, small_run)
     assert _summary_counts(result.stdout) == (200, 12, 10)
     metadata = json.loads((root / "data" / "multi30k_ende" / "metadata.json").read_text())
     assert metadata["problem_settings"] == {"test_set": "test_2016_flickr", "vocab_size": 350,
-                                            "vocab_model_type": "bpe", "vocab_sample_sentences": 2_000_000,
-                                            "vocab_from": None}
+                                            "shared_vocabulary": False, "vocab_model_type": "bpe",
+                                            "vocab_sample_sentences": 2_000_000, "vocab_from": None}
+    assert {side: figures["size"] for side, figures in metadata["vocabularies"].items()} == {"source": 350,
+                                                                                             "target": 350}
     dev = [json.loads(line) for line in (root / "data" / "multi30k_ende" / "dev.pairs.jsonl").read_text().splitlines()]
     val = [(release / f"val.{language}").read_text(encoding="utf-8").splitlines() for language in ("en", "de")]
     assert dev == [list(pair) for pair in zip(*val)]
@@ -96,10 +98,37 @@ def test_problem_help_lists_the_test_set_and_the_vocabulary_settings():
     lines = result.stdout.splitlines()
     assert lines[0].startswith("problem multi30k_encs: Multi30K English-Czech")
     rows = {line.split()[0]: line.split()[1] for line in lines[1:]}
-    assert rows == {"test_set": "'test_2018_flickr'", "vocab_size": "8000", "shared_vocabulary": "True",
+    assert rows == {"test_set": "'test_2018_flickr'", "vocab_size": "8000", "shared_vocabulary": "False",
                     "source_vocab_size": "None", "target_vocab_size": "None", "character_coverage": "None",
                     "vocab_model_type": "'bpe'", "vocab_sample_sentences": "2000000", "vocab_from": "None",
                     "bleu_tokenizer": "''"}
+
+
+def test_a_run_recorded_with_the_shared_vocabulary_default_keeps_it(release, tmp_path):
+    """Runs and data made when one shared vocabulary was the default recorded no shared_vocabulary setting: they
+    are still read as shared (decoded, not mistaken for today's default), and resuming or regenerating them with
+    today's default names the difference."""
+    root = tmp_path
+    result = run_cli("trainer", "--problem=multi30k_ende", "--hparams=transformer_small",
+                     f"--problem_overrides={VOCAB},shared_vocabulary=true", f"--manual_dir={release}",
+                     f"--data_dir={root / 'data'}", f"--output_dir={root / 'run'}", "--train_steps=2",
+                     "--batch_tokens=512", "--eval_decode_sentences=2", "--skip_export", "--skip_test")
+    assert result.returncode == 0, result.stdout + result.stderr
+    info_file = root / "run" / "run.json"
+    info = json.loads(info_file.read_text())
+    assert "shared_vocabulary" not in info["problem_settings"]  # as runs recorded before the default changed
+    info_file.write_text(json.dumps({**info, "problem_overrides": VOCAB}))
+    decoded = run_cli_in_process("decoder", f"--output_dir={root / 'run'}", f"--decode_from_file={release / 'val.en'}",
+                                 f"--decode_to_file={root / 'val.hyp'}")
+    assert decoded.returncode == 0, decoded.stderr
+    assert len((root / "val.hyp").read_text(encoding="utf-8").splitlines()) == 12
+    resumed = run_cli_in_process("trainer", "--problem=multi30k_ende", "--hparams=transformer_small",
+                                 f"--problem_overrides={VOCAB}", f"--manual_dir={release}",
+                                 f"--data_dir={root / 'data'}", f"--output_dir={root / 'run'}", "--train_steps=3")
+    assert "different problem settings (shared_vocabulary: saved True, now False)" in _one_error_line(resumed)
+    regenerated = run_cli_in_process("datagen", "--problem=multi30k_ende", f"--problem_overrides={VOCAB}",
+                                     f"--manual_dir={release}", f"--data_dir={root / 'data'}")
+    assert "other problem settings (shared_vocabulary: data True, now False)" in _one_error_line(regenerated)
 
 
 # Bad release files: one line, exit 2, nothing written ----------------------------------------------------------

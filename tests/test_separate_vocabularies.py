@@ -140,8 +140,6 @@ def test_a_script_without_spaces_trains_decodes_and_serves(tmp_path, language, t
 
 
 @pytest.mark.parametrize("overrides, message", [
-    ("shared_vocabulary=false,source_vocab_size=300", "shared_vocabulary=false needs target_vocab_size"),
-    ("shared_vocabulary=false", "needs source_vocab_size and target_vocab_size"),
     ("source_vocab_size=300", "source_vocab_size is for separate vocabularies: add shared_vocabulary=false"),
     ("character_coverage=1.5", "character_coverage=1.5: must be in (0, 1]"),
 ])
@@ -153,14 +151,28 @@ def test_bad_vocabulary_settings_are_refused_in_one_line(tmp_path, overrides, me
     assert not (tmp_path / "data").exists()
 
 
-def test_a_side_size_the_corpus_cannot_reach_is_refused_naming_the_side(greek_corpus, tmp_path):
+@pytest.mark.parametrize("sizes, setting", [("source_vocab_size=300,target_vocab_size=5000", "target_vocab_size"),
+                                            ("source_vocab_size=300,vocab_size=5000", "vocab_size")])
+def test_a_side_size_the_corpus_cannot_reach_is_refused_naming_the_side(greek_corpus, tmp_path, sizes, setting):
     result = run_cli_in_process("datagen", "--problem=translate_files",
                                 "--problem_overrides=source_language=en,target_language=el,shared_vocabulary=false,"
-                                "source_vocab_size=300,target_vocab_size=5000",
-                                f"--manual_dir={greek_corpus}", f"--data_dir={tmp_path / 'data'}")
+                                f"{sizes}", f"--manual_dir={greek_corpus}", f"--data_dir={tmp_path / 'data'}")
     line = result.stderr.strip().splitlines()[-1]
-    assert result.returncode == 2 and "target_vocab_size=5000 cannot be reached" in line, result.stderr
+    assert result.returncode == 2 and f"{setting}=5000 cannot be reached" in line, result.stderr
+    assert "set target_vocab_size=" in line
     assert "translate_files" not in {path.name for path in (tmp_path / "data").glob("*")}
+
+
+@pytest.mark.parametrize("overrides, sizes, settings", [
+    ("shared_vocabulary=false,vocab_size=500", (500, 500), ("vocab_size", "vocab_size")),
+    ("shared_vocabulary=false,vocab_size=500,target_vocab_size=700", (500, 700), ("vocab_size", "target_vocab_size")),
+    ("shared_vocabulary=false,source_vocab_size=300,target_vocab_size=700", (300, 700),
+     ("source_vocab_size", "target_vocab_size")),
+])
+def test_a_side_without_a_size_of_its_own_gets_vocab_size(overrides, sizes, settings):
+    problem = catalog.get_problem("translate_files", f"source_language=en,target_language=el,{overrides}")
+    assert tuple(problem.requested_vocab_size(side) for side in ("source", "target")) == sizes
+    assert tuple(problem.vocab_size_setting(side) for side in ("source", "target")) == settings
 
 
 def test_problem_help_lists_the_vocabulary_settings():

@@ -17,7 +17,8 @@ as `problem.settings`. The paper's problems take none (`NoSettings`): their data
 import abc
 import dataclasses
 
-from t2t_repro.settings import check_fields
+from t2t_repro.errors import UserError
+from t2t_repro.settings import check_fields, dict_differences
 
 SPLITS = ("train", "dev", "test")
 
@@ -42,6 +43,22 @@ class Problem(abc.ABC):
 
     def __init__(self, settings=None):
         self.settings = self.settings_class() if settings is None else settings
+
+    @classmethod
+    def settings_from_record(cls, recorded):
+        """The settings a run or data recorded (`settings_dict`'s JSON), as `settings_class`: a default changed
+        since then does not change them."""
+        return cls.settings_class(**recorded)
+
+    @classmethod
+    def settings_differences(cls, recorded, now, recorded_word="saved"):
+        """`dict_differences` of two recorded settings dicts, each read as `settings_from_record` reads it (a
+        setting a record leaves out is at its value then, not at today's default)."""
+        try:
+            recorded, now = (dataclasses.asdict(cls.settings_from_record(d)) for d in (recorded, now))
+        except (TypeError, UserError):  # not this problem's settings now: compared as recorded
+            pass
+        return dict_differences(recorded, now, recorded_word)
 
     def settings_dict(self):
         """The problem's settings as a JSON-ready dict (recorded with the data and in run.json)."""

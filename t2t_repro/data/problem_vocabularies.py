@@ -38,17 +38,13 @@ def _train_side(problem, side, sentences, work_dir):
           f"{len(sentences):,} sentences (character_coverage {coverage})", file=sys.stderr, flush=True)
     prefix = os.path.join(work_dir, SIDE_PREFIXES.get(side, SHARED_PREFIX))
     vocabulary = train_vocabulary(sentences, prefix, size, problem.vocab_model_type, problem.vocab_user_symbols(),
-                                  coverage, size_setting(side))
+                                  coverage, problem.vocab_size_setting(side))
     check_vocabulary_size(problem, side, vocabulary.vocab_size)
     return vocabulary
 
 
-def size_setting(side):
-    return "vocab_size" if side == "shared" else f"{side}_vocab_size"
-
-
 def _size_is_a_setting(problem, side):
-    return size_setting(side) in problem.data_settings()
+    return problem.vocab_size_setting(side) in problem.data_settings()
 
 
 def check_vocabulary_size(problem, side, trained_size):
@@ -57,13 +53,14 @@ def check_vocabulary_size(problem, side, trained_size):
     requested = problem.requested_vocab_size(side)
     if trained_size >= requested:
         return
-    name = size_setting(side)
+    name = problem.vocab_size_setting(side)
     text = "this corpus" if side == "shared" else f"this corpus's {side} side"
     reached = (f"SentencePiece's {problem.vocab_model_type} training on {text} reaches {trained_size:,} "
                f"pieces, not the {requested:,} requested")
     if _size_is_a_setting(problem, side) or side != "shared":
+        remedy = "vocab_size" if side == "shared" else f"{side}_vocab_size"  # one side's own size, if separate
         raise UserError(f"problem {problem.name}: {name}={requested} cannot be reached: {reached}; set "
-                        f"{name}={trained_size} or less (--problem_overrides)")
+                        f"{remedy}={trained_size} or less (--problem_overrides)")
     print(f"{problem.name}: {reached} (its class fixes vocab_size; for your own files translate_files and "
           "parse_files take it as a setting)", file=sys.stderr, flush=True)
 
@@ -80,7 +77,7 @@ def report_unused_pieces(problem, fields, train_counts):
         share = unused / max(1, ordinary_pieces)
         if share <= UNUSED_WARNING_SHARE:
             continue
-        name = size_setting(side)
+        name = problem.vocab_size_setting(side)
         how = (f"--problem_overrides={name}=N" if _size_is_a_setting(problem, side)
                else "the problem class's vocab_size; translate_files and parse_files take it as a setting")
         what = "" if side == "shared" else f"{side} "

@@ -54,7 +54,6 @@ from t2t_repro.data.problem import SPLITS, Problem
 from t2t_repro.data.split_writer import EncodingPool
 from t2t_repro.data.vocabulary import default_character_coverage
 from t2t_repro.errors import UserError
-from t2t_repro.settings import dict_differences
 
 _SAMPLE_SEED = 20170612  # the paper's arXiv date; any fixed seed keeps the vocabulary reproducible
 # Modules whose code shapes the generated data besides the problem's own classes (see `data_version`).
@@ -87,7 +86,7 @@ class TextPairProblem(Problem):
 
     vocab_size = 8000  # the shared vocabulary's size
     shared_vocabulary = True  # False: the source and the target side each get a vocabulary of their own
-    source_vocab_size = None  # separate vocabularies: each side's size
+    source_vocab_size = None  # separate vocabularies: each side's size (None: vocab_size)
     target_vocab_size = None
     character_coverage = None  # SentencePiece's; None: by the languages' scripts (`vocabulary_coverage`)
     vocab_model_type = "bpe"  # a SentencePiece model type: bpe, unigram, char, word
@@ -124,8 +123,15 @@ class TextPairProblem(Problem):
         return self.character_coverage or default_character_coverage(self.vocabulary_languages(side))
 
     def requested_vocab_size(self, side):
-        """The size asked for the vocabulary of `side`: "shared", "source" or "target"."""
-        return self.vocab_size if side == "shared" else getattr(self, f"{side}_vocab_size")
+        """The size asked for the vocabulary of `side`: "shared", "source" or "target" (a side without a size of
+        its own gets vocab_size)."""
+        return getattr(self, self.vocab_size_setting(side))
+
+    def vocab_size_setting(self, side):
+        """The name of the attribute (the setting, for a problem with settings) that sizes the vocabulary of
+        `side`: `<side>_vocab_size` when it is given, else vocab_size."""
+        own = f"{side}_vocab_size"
+        return own if side != "shared" and getattr(self, own) is not None else "vocab_size"
 
     def vocabulary_sides(self):
         return ("shared",) if self.shared_vocabulary else ("source", "target")
@@ -172,7 +178,7 @@ class TextPairProblem(Problem):
     def _check_made_as_asked(self, directory, metadata, manual_dir=None):
         """`check_existing_data` for the metadata already read from `directory`."""
         remedy = f"use another --data_dir, or delete {directory} to generate it anew"
-        differences = dict_differences(metadata.get("problem_settings", {}), self.data_settings(), "data")
+        differences = self.settings_differences(metadata.get("problem_settings", {}), self.data_settings(), "data")
         if differences:
             raise UserError(f"{directory} holds data of problem {self.name} made with other problem settings "
                             f"({differences}); {remedy}")
@@ -226,7 +232,7 @@ class TextPairProblem(Problem):
         version = self.data_version()
         for side in self.vocabulary_sides():
             vocabulary_module.check_vocab_size(self.requested_vocab_size(side), len(self.vocab_user_symbols()),
-                                               problem_vocabularies.size_setting(side))
+                                               self.vocab_size_setting(side))
         self.check_existing_data(data_dir, manual_dir)
         if records.is_complete(final_dir, verify_checksums=True, data_version=version):
             return self._summary(records.read_metadata(final_dir), final_dir, True, time.perf_counter() - start)

@@ -10,11 +10,10 @@ import os
 
 import numpy as np
 
-from t2t_repro import catalog
 from t2t_repro.errors import UserError
 from t2t_repro.run import jobs
 from t2t_repro.run.layout import RunLayout, read_json
-from t2t_repro.run.restore import restore_run
+from t2t_repro.run.restore import restore_run, run_problem
 from t2t_repro.safe_write import write_json
 from t2t_repro.train.best_checkpoint import SCORE_FILE
 from t2t_repro.train.checkpoints import latest_checkpoint
@@ -35,7 +34,7 @@ def finish_run(output_dir, training, average=True, test=True, export=True):
     if average:
         report["averaged_checkpoint"] = jobs.average(output_dir)
     run = restore_run(output_dir, "averaged" if average else None) if test or export else None  # one model for both
-    problem = run.problem if run else catalog.get_problem(info.problem, info.problem_overrides)
+    problem = run.problem if run else run_problem(info)
     report["vocabulary"] = problem.vocabulary_report(info.data_dir)
     if test:
         report.update(jobs.decode_test_split(run))

@@ -169,10 +169,11 @@ class RunLayout:
         except UserError as error:
             raise UserError(f"{self.hparams_file}: {error}") from None
 
-    def check_restart(self, hparams, info, allow_precision_change=False):
+    def check_restart(self, hparams, info, allow_precision_change=False, problem=None):
         """Raises UserError when output_dir cannot take this run: it is not a directory, or it holds a run of
         other hparams (other than train_steps, and precision and tf32 when `allow_precision_change`) or of
-        another problem. Writes nothing, so the trainer checks before generating data."""
+        another problem. Writes nothing, so the trainer checks before generating data. `problem` (the run's, if
+        given) reads the recorded problem settings (`Problem.settings_differences`)."""
         if os.path.exists(self.output_dir) and not os.path.isdir(self.output_dir):
             raise UserError(f"--output_dir={self.output_dir} is a file, not a directory; name a directory")
         if not (os.path.exists(self.hparams_file) or os.path.exists(self.info_file)):
@@ -181,7 +182,8 @@ class RunLayout:
         if saved_info.problem != info.problem:
             raise UserError(f"{self.output_dir} holds a run of problem {saved_info.problem!r}, not {info.problem!r}; "
                             "use a new --output_dir")
-        details = dict_differences(saved_info.problem_settings, info.problem_settings)
+        differences = problem.settings_differences if problem else dict_differences
+        details = differences(saved_info.problem_settings, info.problem_settings)
         if details:
             raise UserError(f"{self.output_dir} holds a run with different problem settings ({details}); give the "
                             f"same --problem_overrides ({saved_info.problem_overrides!r}) or use a new --output_dir")
@@ -198,9 +200,9 @@ class RunLayout:
             raise UserError(f"{self.output_dir} holds a run with different hparams ({details}); use a new "
                             f"--output_dir{hint}")
 
-    def record(self, hparams, info, allow_precision_change=False):
+    def record(self, hparams, info, allow_precision_change=False, problem=None):
         """Creates output_dir and records the run; a restart whose hparams or problem differ is refused."""
-        self.check_restart(hparams, info, allow_precision_change)
+        self.check_restart(hparams, info, allow_precision_change, problem)
         try:
             os.makedirs(self.output_dir, exist_ok=True)
         except OSError as error:

@@ -45,7 +45,12 @@ def check_decode_flags(output_dir, usr_dir=None, **flags):
     layout = RunLayout(output_dir)
     info = layout.load_info()
     import_run_code(info, usr_dir)
-    run_decode_settings(catalog.get_problem(info.problem, info.problem_overrides), layout.load_hparams(), **flags)
+    run_decode_settings(run_problem(info), layout.load_hparams(), **flags)
+
+
+def run_problem(info):
+    """The problem of the run `info` (a RunInfo) describes, with the settings it recorded."""
+    return catalog.recorded_problem(info.problem, info.problem_overrides, info.problem_settings)
 
 
 def run_vocabulary(output_dir, usr_dir=None):
@@ -53,7 +58,7 @@ def run_vocabulary(output_dir, usr_dir=None):
     against its record; its user directory imported (`usr_dir` where the code is now, else the recorded one)."""
     info = RunLayout(output_dir).load_info()
     import_run_code(info, usr_dir)
-    problem = catalog.get_problem(info.problem, info.problem_overrides)
+    problem = run_problem(info)
     vocabularies = problem.vocabularies(info.data_dir)
     check_vocabulary(info, vocabularies, info.data_dir)
     return info, problem, vocabularies

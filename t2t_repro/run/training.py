@@ -70,7 +70,7 @@ def train_run(config, options, datagen=DatagenOptions()):
     recorded = None  # a restart's RunInfo: its checkpoints were trained on the vocabulary it records
     # Before data generation, which may take hours.
     if trainer.chief:
-        layout.check_restart(hparams, info, config.allow_precision_change)
+        layout.check_restart(hparams, info, config.allow_precision_change, problem)
     if os.path.exists(layout.info_file):
         recorded = layout.load_info()
     warm_start, warm_record = plan_warm_start(config, hparams, info, recorded, trainer.environment())
@@ -86,7 +86,7 @@ def train_run(config, options, datagen=DatagenOptions()):
             check_vocabulary(recorded, vocabularies, data_dir)
         check_warm_vocabulary(warm_record, vocabularies, data_dir)
         info = dataclasses.replace(info, vocabulary_sha256=vocabulary_sha256(vocabularies))
-        layout.record(hparams, info, config.allow_precision_change)
+        layout.record(hparams, info, config.allow_precision_change, problem)
         evaluator = DevEvaluator(
             problem, vocabularies, data_dir, hparams.label_smoothing, trainer.micro_batch_tokens,
             config.eval_decode_sentences, layout.dev_summary_dir, options.best_metric,

@@ -2,20 +2,21 @@
 training target tokens per second, test2016 decoding sentences per second (float32, TensorFlow against PyTorch)
 and the same decode in CTranslate2 int8, each toolkit's own export.
 
-Both read the same pieces: the t2t-repro problem's SentencePiece model (multi30k_ende's shared 8,000-piece BPE)
-encodes the release's raw text; OpenNMT-py gets one vocabulary of the model's pieces for both sides, tied source,
-target and generator embeddings, and training pairs of at most 128 pieces a side. Its recipe has transformer_small's
-values, read from the t2t-repro in --t2t_bin (`t2t-repro-trainer --hparams=transformer_small --hparams_help`), so the
-two stay in step: 3+3 layers, d_model 256, d_ff 1024, 4 heads, dropout 0.2 (--dropout; most comparisons published
-on 2026-11-27 and 28 ran both toolkits at 0.3, the set's value then), no attention dropout, sinusoidal positions, label
-smoothing 0.1, Adam beta2 0.98, noam decay, 1,000 warm-up steps, 2,048-token batches normalized by tokens, no
-clipping, Glorot initialization, a checkpoint every 175 steps, the last 5 averaged; beam 4, GNMT length penalty
-alpha 0.6, 32 sentences a batch. --learning_rate 2.0 is OpenNMT-py's documented Transformer setting, 1.0 exactly
-t2t-repro's schedule. Still different: OpenNMT-py 3.5's Transformer is pre-norm (transformer_small post-norm, as the
-paper); its `dropout` also drops the feed-forward layer's inner activations (transformer_small's relu_dropout is 0,
-and OpenNMT-py has no separate setting); Adam epsilon 1e-8 (t2t-repro 1e-9); token batches count max(source, target)
-padded tokens (t2t-repro each side); outputs of at most 250 tokens (t2t-repro: source length + 50); no dev
-evaluation while training.
+Both read the same pieces: the t2t-repro problem's SentencePiece model (multi30k_ende's 8,000-piece BPE, shared by
+the two sides: its data and run made with `--problem_overrides=shared_vocabulary=true`, the problem's default being
+a vocabulary for each side) encodes the release's raw text; OpenNMT-py gets one vocabulary of the model's pieces for
+both sides, tied source, target and generator embeddings, and training pairs of at most 128 pieces a side. Its
+recipe has transformer_small's values, read from the t2t-repro in --t2t_bin (`t2t-repro-trainer
+--hparams=transformer_small --hparams_help`), so the two stay in step: 3+3 layers, d_model 256, d_ff 1024, 4 heads,
+dropout 0.2 (--dropout; most comparisons published on 2026-11-27 and 28 ran both toolkits at 0.3, the set's value
+then), no attention dropout, sinusoidal positions, label smoothing 0.1, Adam beta2 0.98, noam decay, 1,000 warm-up
+steps, 2,048-token batches normalized by tokens, no clipping, Glorot initialization, a checkpoint every 175 steps,
+the last 5 averaged; beam 4, GNMT length penalty alpha 0.6, 32 sentences a batch. --learning_rate 2.0 is
+OpenNMT-py's documented Transformer setting, 1.0 exactly t2t-repro's schedule. Still different: OpenNMT-py 3.5's
+Transformer is pre-norm (transformer_small post-norm, as the paper); its `dropout` also drops the feed-forward
+layer's inner activations (transformer_small's relu_dropout is 0, and OpenNMT-py has no separate setting); Adam
+epsilon 1e-8 (t2t-repro 1e-9); token batches count max(source, target) padded tokens (t2t-repro each side); outputs
+of at most 250 tokens (t2t-repro: source length + 50); no dev evaluation while training.
 
 Install the peer, CPU only (the exact torch version takes a CPU wheel; OpenNMT-py's torch<2.3 pin is skipped):
 
@@ -25,7 +26,9 @@ Install the peer, CPU only (the exact torch version takes a CPU wheel; OpenNMT-p
     venv-onmt/bin/pip install numpy configargparse "ctranslate2>=4,<5" "tensorboard>=2.3" flask waitress \
         "pyonmttok>=1.37,<2" pyyaml sacrebleu rapidfuzz pyahocorasick six sentencepiece spacy fasttext-wheel
 
-The steps, run with that venv's python; t2t-repro installed in VENV, its data in DATA_DIR, its run in RUN:
+The steps, run with that venv's python; t2t-repro installed in VENV, its data in DATA_DIR and its run in RUN, both
+with one shared vocabulary (`t2t-repro-trainer --problem=multi30k_ende --problem_overrides=shared_vocabulary=true
+--hparams=transformer_small --manual_dir=MULTI30K --data_dir=DATA_DIR --output_dir=RUN --keep_checkpoints=40`):
 
     P="venv-onmt/bin/python tools/benchmarks/opennmt_py.py --work=W --onmt_bin=venv-onmt/bin --t2t_bin=VENV/bin"
     $P prepare --manual_dir=MULTI30K --vocab_model=DATA_DIR/multi30k_ende/vocab.model
@@ -122,6 +125,9 @@ def prepare(args):
     import sentencepiece
 
     data = Path(args.work) / "data"
+    if not Path(args.vocab_model).is_file():
+        sys.exit(f"--vocab_model={args.vocab_model}: no such file; the data of multi30k_ende with one shared "
+                 "vocabulary (--problem_overrides=shared_vocabulary=true) has DATA_DIR/multi30k_ende/vocab.model")
     data.mkdir(parents=True, exist_ok=True)
     shutil.copy(args.vocab_model, data / "vocab.model")
     model = sentencepiece.SentencePieceProcessor(model_file=str(data / "vocab.model"))

@@ -26,8 +26,8 @@ def speed_train(args, round_):
     if not data_dir.exists():  # the trainer checks (and may rewrite) its data: a copy, not the run's
         shutil.copytree(args.data_dir, data_dir)
     _, output = run([Path(args.t2t_bin) / "t2t-repro-trainer", "--problem=multi30k_ende",
-                     "--hparams=transformer_small", f"--data_dir={data_dir}", f"--manual_dir={args.manual_dir}",
-                     f"--output_dir={t2t_dir}",
+                     "--problem_overrides=shared_vocabulary=true", "--hparams=transformer_small",
+                     f"--data_dir={data_dir}", f"--manual_dir={args.manual_dir}", f"--output_dir={t2t_dir}",
                      f"--train_steps={args.speed_steps}", "--eval_steps=1000000", "--eval_decode_sentences=0",
                      "--checkpoint_steps=1000000", "--log_steps=25",
                      "--skip_average", "--skip_test", "--skip_export"], args.threads, scratch / f"t2t_{round_}.log")
