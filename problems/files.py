@@ -37,8 +37,9 @@ from t2t_repro.settings import check_fields, check_interval, setting
 _LANGUAGE_CODE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}")
 _VOCAB_SIZE_HELP = ("SentencePiece vocabulary size: of the one vocabulary for source and target (section 5.1), or "
                     "with shared_vocabulary=false of each side's not sized by source_vocab_size or target_vocab_size")
-SHARED_VOCABULARY_HELP = ("one vocabulary for both sides (section 5.1, which then ties all three embedding matrices); false: "
-                "each side its own, trained on its side's sentences (the target embedding stays tied with the softmax)")
+SHARED_VOCABULARY_HELP = ("one vocabulary for both sides (section 5.1, which then ties all three embedding "
+                          "matrices); false: each side its own, trained on its side's sentences (the target "
+                          "embedding stays tied with the softmax)")
 # Settings added after runs were recorded: left out of the recorded settings at these values, so that data and
 # runs made before them still match.
 _RECORDED_WHEN_SET = {"shared_vocabulary": True, "source_vocab_size": None, "target_vocab_size": None,
