@@ -98,12 +98,14 @@ def transformer_small():
     trainer `--early_stopping=N` to end training when dev BLEU stops rising.
 
     3,500 steps (7.2M target tokens, about 18 passes over Multi30K's train) are about an hour on a 2-core CPU: the
-    whole Multi30K EN-DE run took 61.9 minutes on an AVX2-only one (about 3 of them lost to other work beside its
-    start), test2016 sacreBLEU 39.12, and 35.4 on one with AVX512-BF16, 38.97 (docs/results.md). Dev loss was still
-    falling there; a larger corpus or a faster machine takes more (--train_steps). On val, the 1,000-step warmup,
-    2,048-token batches, no attention or ReLU dropout, label smoothing 0.1 and the unscaled learning rate held
-    against a 500-step warmup, 4,096-token batches at half the steps, attention and ReLU dropout 0.1, label
-    smoothing 0.2 and 1.41 times the learning rate; the size is not searched (one 6+6-layer try diverged).
+    whole Multi30K EN-DE run took 35.7 minutes on one with AVX512-BF16, test2016 sacreBLEU 39.31 (multi30k_ende's
+    vocabularies, 8,000 pieces a side), and with one shared vocabulary 61.9 minutes on an AVX2-only one (about 3 of
+    them lost to other work beside its start), 39.12 (docs/results.md). Dev loss was still falling there; a larger
+    corpus or a faster machine takes more (--train_steps). On val, the 1,000-step warmup, 2,048-token batches, no
+    attention or ReLU dropout, label smoothing 0.1, the unscaled learning rate and 3+3 layers held against a
+    500-step warmup, 4,096-token batches at half the steps, attention and ReLU dropout 0.1, label smoothing 0.2,
+    1.41 times the learning rate and 4+4 layers at three quarters of the steps (about the same time); a 6+6-layer
+    try diverged, and a wider model is not measured.
     """
     return dataclasses.replace(
         transformer_base(),
