@@ -125,7 +125,8 @@ def test_a_run_recorded_with_the_shared_vocabulary_default_keeps_it(release, tmp
     resumed = run_cli_in_process("trainer", "--problem=multi30k_ende", "--hparams=transformer_small",
                                  f"--problem_overrides={VOCAB}", f"--manual_dir={release}",
                                  f"--data_dir={root / 'data'}", f"--output_dir={root / 'run'}", "--train_steps=3")
-    assert "different problem settings (shared_vocabulary: saved True, now False)" in _one_error_line(resumed)
+    assert ("different problem settings (shared_vocabulary: saved True, now False); the problem's defaults changed "
+            "since the run began: give its saved values in --problem_overrides" in _one_error_line(resumed))
     regenerated = run_cli_in_process("datagen", "--problem=multi30k_ende", f"--problem_overrides={VOCAB}",
                                      f"--manual_dir={release}", f"--data_dir={root / 'data'}")
     assert "other problem settings (shared_vocabulary: data True, now False)" in _one_error_line(regenerated)

@@ -185,8 +185,12 @@ class RunLayout:
         differences = problem.settings_differences if problem else dict_differences
         details = differences(saved_info.problem_settings, info.problem_settings)
         if details:
-            raise UserError(f"{self.output_dir} holds a run with different problem settings ({details}); give the "
-                            f"same --problem_overrides ({saved_info.problem_overrides!r}) or use a new --output_dir")
+            remedy = (f"give the same --problem_overrides ({saved_info.problem_overrides!r})"
+                      if saved_info.problem_overrides != info.problem_overrides else
+                      "the problem's defaults changed since the run began: give its saved values in "
+                      "--problem_overrides")
+            raise UserError(f"{self.output_dir} holds a run with different problem settings ({details}); {remedy} or "
+                            "use a new --output_dir")
         saved = self.load_hparams()
         # train_steps may grow between sessions: extending a finished run is a restart, not a new experiment.
         # Checkpoints hold float32 weights in every precision, so a run may change precision if the user asks.
