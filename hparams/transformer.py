@@ -104,8 +104,8 @@ def transformer_small():
     corpus or a faster machine takes more (--train_steps). On val, the 1,000-step warmup, 2,048-token batches, no
     attention or ReLU dropout, label smoothing 0.1, the unscaled learning rate and 3+3 layers held against a
     500-step warmup, 4,096-token batches at half the steps, attention and ReLU dropout 0.1, label smoothing 0.2,
-    1.41 times the learning rate and 4+4 layers at three quarters of the steps (about the same time); a 6+6-layer
-    try diverged, and a wider model is not measured.
+    1.41 times the learning rate, and 4+4 and 2+2 layers in about the same time (2,625 and 5,000 steps); a
+    6+6-layer try diverged, and a wider model is not measured.
     """
     return dataclasses.replace(
         transformer_base(),
