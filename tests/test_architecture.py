@@ -1,5 +1,6 @@
 """The layer contract (.importlinter): imports point down only, checked by import-linter on the package as it
-is installed, with problems/ and hparams/ inside t2t_repro as setup.py maps them."""
+is installed, with problems/ and hparams/ inside t2t_repro as pyproject.toml maps them; and what a plain install
+holds: every module, the console scripts and the serving page's files."""
 
 import os
 import shutil
@@ -8,6 +9,8 @@ import sys
 import zipfile
 
 import pytest
+
+from doc_pages import TOOLS
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_LINES = 400
@@ -58,7 +61,13 @@ def test_no_module_is_over_400_lines():
     assert not long_files
 
 
-def test_a_plain_install_puts_problems_and_hparams_inside_the_package(tmp_path):
+def _installed_name(path):
+    """Where a file of the repository lands in an install: problems/ and hparams/ inside t2t_repro/."""
+    relative = os.path.relpath(path, REPOSITORY).replace(os.sep, "/")
+    return relative if relative.startswith("t2t_repro/") else "t2t_repro/" + relative
+
+
+def test_a_plain_install_holds_every_module_the_console_scripts_and_the_serving_files(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path),
          REPOSITORY], capture_output=True, text=True, timeout=300,
@@ -67,5 +76,14 @@ def test_a_plain_install_puts_problems_and_hparams_inside_the_package(tmp_path):
     (wheel,) = tmp_path.glob("t2t_repro-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
+        (entry_points,) = [name for name in names if name.endswith(".dist-info/entry_points.txt")]
+        scripts = {line.split("=")[0].strip(): line.split("=")[1].strip()
+                   for line in archive.read(entry_points).decode().splitlines() if line.startswith("t2t-repro-")}
     assert {"t2t_repro/problems/wmt.py", "t2t_repro/hparams/table3.py", "t2t_repro/run/jobs.py"} <= names
     assert not any(name.startswith(("problems/", "hparams/")) for name in names)
+    shipped = {_installed_name(os.path.join(directory, name))
+               for folder in ("t2t_repro", "problems", "hparams")
+               for directory, _, files in os.walk(os.path.join(REPOSITORY, folder)) if "__pycache__" not in directory
+               for name in files if name.endswith(".py") or "/serve/static" in directory.replace(os.sep, "/")}
+    assert sorted(shipped - names) == []  # a new subpackage must be listed in pyproject.toml's packages
+    assert scripts == {script: f"t2t_repro.cli.{module}:main" for script, module in TOOLS.items()}
