@@ -33,7 +33,7 @@ POS_TAGS = (
     "PRP", "PRP$", "RB", "RBR", "RBS", "RP", "SYM", "TO", "UH", "VB", "VBD", "VBG", "VBN", "VBP", "VBZ", "WDT",
     "WP", "WP$", "WRB", "#", "$", ".", ",", ":", "``", "''", "-LRB-", "-RRB-",
 )
-_WORD_BOUNDARY = "\u2581"  # SentencePiece's whitespace marker
+WORD_BOUNDARY = "\u2581"  # SentencePiece's whitespace marker
 
 
 def _section_name(section):
@@ -52,9 +52,10 @@ def _section_files(tree_dir, section):
     return [os.path.join(directory, entry) for entry in entries if pattern.fullmatch(entry)]
 
 
-def tree_to_pair(tree):
-    """The (source, target) texts of one cleaned tree: its words, and its linearisation."""
-    return " ".join(tree.words()), " ".join(ptb_tree.linearise(tree))
+def tree_to_pair(tree, tags=True):
+    """The (source, target) texts of one cleaned tree: its words, and its linearisation (with its part-of-speech
+    tags, or the placeholder XX for each with tags=False)."""
+    return " ".join(tree.words()), " ".join(ptb_tree.linearise(tree, tags=tags))
 
 
 class ParsingProblem(TextPairProblem):
@@ -117,7 +118,7 @@ class ParsingProblem(TextPairProblem):
         token) and source words are never cut at a tag's letters. Labels outside the set still encode, as
         several pieces."""
         tokens = [f"({label}" for label in PHRASE_LABELS] + [f"){label}" for label in PHRASE_LABELS]
-        return tuple(_WORD_BOUNDARY + token for token in tokens + list(POS_TAGS))
+        return tuple(WORD_BOUNDARY + token for token in tokens + list(POS_TAGS))
 
     def postprocess(self, decoded_text, source_text):
         """The decoded linearised tree, repaired and put onto the source words, as a PTB tree string; a bracket
