@@ -4,7 +4,7 @@
       hparams.json          the resolved HParams of the run
       run.json              problem and its settings, hparams set, overrides, data_dir, the user directory
                             (--t2t_usr_dir) and the names it registered, command line, environment (device,
-                            devices, precision, XLA)
+                            devices, precision, XLA), seed, training time so far and its budget
       checkpoints/ckpt-N    training checkpoints (model, optimizer, step, data position), keep last K
       averaged/ckpt-N       the average of the last K training checkpoints (model weights only)
       best/ckpt-N           the weights of the best dev evaluation so far (model weights only), with score.json
@@ -52,6 +52,17 @@ class RunInfo:
     # Where the run's weights started ({}: random): the run and checkpoint, its step, what was reset, whether
     # the input went on, the vocabulary's sha256 (`t2t_repro.run.warm_start`).
     warm_start: dict = dataclasses.field(default_factory=dict)
+    # The seed of initialization, dropout and data order (None: not recorded, runs made before it was).
+    seed: int | None = None
+    # How far training went when a session last ended it (`training_record`): steps, training time summed over
+    # the sessions, the time budget it ran under and whether that ended it ({}: no session has ended yet).
+    training: dict = dataclasses.field(default_factory=dict)
+
+
+def training_record(training):
+    """run.json's `training` of a session's training statistics (`Trainer.train`'s)."""
+    keys = ("steps", "train_seconds", "max_train_minutes", "stopped_by_time", "stopped_early")
+    return {key: training.get(key) for key in keys}
 
 
 def vocabulary_sha256(vocabularies):
@@ -147,14 +158,17 @@ class RunLayout:
         wrong = [name for name in required if not isinstance(values[name], str)]
         if not isinstance(command_line, list) or not all(isinstance(arg, str) for arg in command_line):
             wrong.append("command_line")
-        wrong += [name for name in ("environment", "problem_settings", "usr_names", "warm_start")
+        wrong += [name for name in ("environment", "problem_settings", "usr_names", "warm_start", "training")
                   if not isinstance(values.get(name, {}), dict)]
+        seed = values.get("seed")
+        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+            wrong.append("seed")
         wrong += [name for name in ("vocabulary_sha256", "problem_overrides", "t2t_usr_dir")
                   if not isinstance(values.get(name, ""), str)]
         if wrong:
             raise UserError(f"{self.info_file} is not a t2t-repro run description: {', '.join(wrong)} must be "
-                            "text (command_line: a list of text; environment, problem_settings, usr_names, warm_start: "
-                            "objects)")
+                            "text (command_line: a list of text; environment, problem_settings, usr_names, warm_start, "
+                            "training: objects; seed: an integer)")
         return RunInfo(**dict(values, command_line=tuple(command_line)))
 
     def load_hparams(self):
@@ -191,6 +205,10 @@ class RunLayout:
                       "--problem_overrides")
             raise UserError(f"{self.output_dir} holds a run with different problem settings ({details}); {remedy} or "
                             "use a new --output_dir")
+        if saved_info.seed is not None and info.seed is not None and saved_info.seed != info.seed:
+            raise UserError(f"{self.output_dir} holds a run with seed {saved_info.seed}, not {info.seed}: a restart "
+                            f"resumes the random state its checkpoints hold; give --seed={saved_info.seed} or use a "
+                            "new --output_dir")
         saved = self.load_hparams()
         # train_steps may grow between sessions: extending a finished run is a restart, not a new experiment.
         # Checkpoints hold float32 weights in every precision, so a run may change precision if the user asks.
@@ -212,6 +230,10 @@ class RunLayout:
         except OSError as error:
             raise UserError(f"cannot create --output_dir={self.output_dir}: {error.strerror}") from None
         write_json(self.hparams_file, hparams.to_dict())
+        self.write_info(info)
+
+    def write_info(self, info):
+        """Writes run.json (atomically)."""
         write_json(self.info_file, dataclasses.asdict(info))
 
     def latest_checkpoint(self):

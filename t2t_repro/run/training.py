@@ -21,7 +21,7 @@ from t2t_repro.hparams_type import apply_overrides
 from t2t_repro.run.data import prepare_data
 from t2t_repro.run.dev_evaluation import DevEvaluator, check_best_metric
 from t2t_repro.run.end_of_run import finish_run
-from t2t_repro.run.layout import RunInfo, RunLayout, check_vocabulary, vocabulary_sha256
+from t2t_repro.run.layout import RunInfo, RunLayout, check_vocabulary, training_record, vocabulary_sha256
 from t2t_repro.run.user_code import import_given, import_run_code
 from t2t_repro.run.warm_start import check_warm_vocabulary, plan_warm_start
 from t2t_repro.train.best_checkpoint import BestCheckpoint
@@ -66,13 +66,15 @@ def train_run(config, options, datagen=DatagenOptions()):
     layout = RunLayout(config.output_dir)
     info = RunInfo(config.problem, config.hparams, config.hparams_overrides, os.path.abspath(data_dir),
                    tuple(config.command_line), trainer.environment(), problem_overrides=config.problem_overrides,
-                   problem_settings=problem.settings_dict(), t2t_usr_dir=usr_dir, usr_names=usr_names)
+                   problem_settings=problem.settings_dict(), t2t_usr_dir=usr_dir, usr_names=usr_names,
+                   seed=options.seed)
     recorded = None  # a restart's RunInfo: its checkpoints were trained on the vocabulary it records
     # Before data generation, which may take hours.
     if trainer.chief:
         layout.check_restart(hparams, info, config.allow_precision_change, problem)
     if os.path.exists(layout.info_file):
         recorded = layout.load_info()
+        info = dataclasses.replace(info, training=recorded.training)  # until this session's training ends
     warm_start, warm_record = plan_warm_start(config, hparams, info, recorded, trainer.environment())
     info = dataclasses.replace(info, warm_start=warm_record)
     problem.check_existing_data(data_dir, config.manual_dir)
@@ -98,5 +100,6 @@ def train_run(config, options, datagen=DatagenOptions()):
     )
     if not trainer.chief:
         return None
+    layout.write_info(dataclasses.replace(info, training=training_record(training)))
     return finish_run(config.output_dir, training, average=not config.skip_average, test=not config.skip_test,
                       export=not config.skip_export)

@@ -5,7 +5,7 @@ This module imports no TensorFlow, so that command lines can build their flags f
 
 import dataclasses
 
-from t2t_repro.settings import check_fields, setting
+from t2t_repro.settings import check_fields, check_interval, setting
 
 STRATEGIES = ("auto", "mirrored", "multi_worker", "tpu", "one_device")
 
@@ -33,7 +33,17 @@ class TrainingOptions:
         None, "also write a checkpoint every this many steps (default: train_steps / (4 x averaging count))"
     )
     keep_checkpoints: int | None = setting(None, "checkpoints kept (default: the averaging count)")
-    seed: int = setting(1, "seed of initialization, dropout and data order", minimum=0)
+    seed: int = setting(
+        1, "seed of initialization, dropout and data order; recorded in run.json: a restart resumes the random "
+        "state its checkpoints hold and refuses another seed", minimum=0
+    )
+    max_train_minutes: float | None = setting(
+        None, "end training at the first update that ends after this many minutes of the run's training time, "
+        "checkpoint (and dev-evaluate) that step, then average, test and export as usual; with train_steps, "
+        "whichever comes first. Training time is the training loop's wall time (dev evaluations and checkpoint "
+        "writes included; data generation, model building and the end of the run not), summed over restarts "
+        "as the checkpoints record it (recorded in run.json); a restart may change it (default: no limit)"
+    )
     log_steps: int = setting(100, "print and summarise training every this many steps")
     eval_steps: int = setting(2000, "evaluate on the dev split every this many steps")
     early_stopping: int = setting(
@@ -52,3 +62,5 @@ class TrainingOptions:
 
     def __post_init__(self):
         check_fields(self, "training option")
+        if self.max_train_minutes is not None:
+            check_interval(self, "training option", ["max_train_minutes"], 0, low_open=True)

@@ -27,6 +27,7 @@ from t2t_repro.train.precision import (
 )
 from t2t_repro.train.step import TrainStep
 from t2t_repro.train.strategy import is_chief, make_strategy, worker_position
+from t2t_repro.train.time_budget import TimeBudget
 from t2t_repro.train.warm_start import restore_warm_start
 
 # Under float16 an update whose gradients overflow is skipped and the loss scale lowered; a loss that is itself
@@ -77,6 +78,9 @@ class Trainer:
         options: `t2t_repro.train.options.TrainingOptions`.
     """
 
+    # The clock training time is read from (seconds); a test may give the class a fake one.
+    clock = staticmethod(time.monotonic)
+
     def __init__(self, hparams, problem, options):
         self.hparams = hparams
         self.problem = problem
@@ -96,6 +100,9 @@ class Trainer:
         if options.early_stopping and self.workers > 1:
             raise UserError("--early_stopping is decided by the chief's dev evaluations, which the other workers do "
                             "not see: it cannot be used with several workers")
+        if options.max_train_minutes is not None and self.workers > 1:
+            raise UserError("--max_train_minutes is read from each worker's own clock, on which they could stop at "
+                            "different steps: it cannot be used with several workers")
         if self.micro_batch_tokens < hparams.max_length:
             raise UserError(
                 f"a micro-batch of {self.micro_batch_tokens} tokens ({self.batch_tokens} over {replicas} replicas x "
@@ -243,7 +250,7 @@ class Trainer:
     def save(self):
         if not self._weights_finite():
             raise self._stopped(f"weights became non-finite (NaN or Inf) at step {self.step}, not saved")
-        now = time.time()
+        now = self.clock()
         self.train_seconds.assign_add(now - self._clock)
         self._clock = now
         try:
@@ -287,6 +294,10 @@ class Trainer:
             raise self._stopped(f"loss became {loss} at step {self.step}{in_a_row}")
         return non_finite_run
 
+    def _training_seconds(self):
+        """The run's training time so far: what its last checkpoint recorded and this session's time since."""
+        return float(self.train_seconds.numpy()) + self.clock() - self._clock
+
     def _early_stopped(self):
         """True (and says so) when the patience of options.early_stopping is used up."""
         if self.best is None or not self.best.exhausted:
@@ -296,8 +307,8 @@ class Trainer:
 
     def train(self, data_dir, checkpoint_dir, summary_dir=None, evaluate=None, description="", best=None,
               warm_start=None):
-        """Trains up to hparams.train_steps updates, or until early stopping; returns statistics of this
-        session's training.
+        """Trains up to hparams.train_steps updates, or until early stopping or the end of
+        options.max_train_minutes (`TimeBudget`); returns statistics of this session's training.
 
         Args:
             data_dir: where the problem's data is.
@@ -324,11 +335,15 @@ class Trainer:
             flush=True,
         )
         last_step = self.hparams.train_steps
-        start = self._clock = window_start = time.time()  # save() moves _clock to its own time
+        start = self._clock = window_start = self.clock()  # save() moves _clock to its own time
         window_tokens = total_tokens = 0.0
         non_finite_run = 0
         stopped = self._early_stopped()  # a resumed run whose patience was used up does not train on
-        while self.step < last_step and not stopped:
+        budget = TimeBudget(options.max_train_minutes)
+        out_of_time = budget.used_up(self._training_seconds())  # as a restart whose time is used up
+        if out_of_time and self.step < last_step:
+            print(budget.stop_message(self.step, self._training_seconds(), trained=False), flush=True)
+        while self.step < last_step and not stopped and not out_of_time:
             previous_step = self.step
             loss, tokens = self.step_fn(self.iterator)
             loss = float(loss)
@@ -338,22 +353,26 @@ class Trainer:
             window_tokens += float(tokens)
             total_tokens += float(tokens)
             step = self.step
-            if step % options.log_steps == 0 or step == last_step:
-                self._log(writer, step, loss, window_tokens / max(time.time() - window_start, 1e-9))
-                window_tokens, window_start = 0.0, time.time()
+            out_of_time = budget.used_up(self._training_seconds())
+            final = step == last_step or out_of_time
+            if step % options.log_steps == 0 or final:
+                self._log(writer, step, loss, window_tokens / max(self.clock() - window_start, 1e-9))
+                window_tokens, window_start = 0.0, self.clock()
             # Evaluated before the checkpoint of the same step is saved, so that it holds this evaluation's
             # outcome (the best score and the patience count); evaluation changes no training state.
-            if evaluate and (step % options.eval_steps == 0 or step == last_step):
+            if evaluate and (step % options.eval_steps == 0 or final):
                 score = evaluate(step, self.model)
                 if self.best is not None and score is not None:
                     self.best.update(step, score, self.model)
                     stopped = self._early_stopped()
-            due_by_time = time.time() - self._clock >= options.checkpoint_minutes * 60
-            if due_by_time or step % self.checkpoint_steps == 0 or step == last_step or stopped:
+            if out_of_time and step < last_step:
+                print(budget.stop_message(step, self._training_seconds(), trained=True), flush=True)
+            due_by_time = self.clock() - self._clock >= options.checkpoint_minutes * 60
+            if due_by_time or step % self.checkpoint_steps == 0 or final or stopped:
                 self.save()
         if self.manager.latest_checkpoint is None or checkpoint_step(self.manager.latest_checkpoint) != self.step:
             self.save()
-        session_seconds = time.time() - start
+        session_seconds = self.clock() - start
         return {
             "steps": self.step,
             "train_seconds": float(self.train_seconds.numpy()),
@@ -362,4 +381,6 @@ class Trainer:
             "skipped_steps": int(self.skipped_steps.numpy()),
             "accumulation_steps": self.accumulation,
             "stopped_early": stopped,
+            "max_train_minutes": options.max_train_minutes,
+            "stopped_by_time": out_of_time and self.step < last_step,
         }
