@@ -19,6 +19,7 @@ answers, as an n-best SavedModel does, lists of N outputs and N scores per examp
 from t2t_repro.decode.decode_text import search_texts_nbest
 from t2t_repro.serve.ctranslate2_model import CTranslate2Model
 from t2t_repro.serve.export_files import IDS_SIGNATURE, INPUT_NAME, OUTPUT_NAME, SCORES_NAME, TEXT_SIGNATURE
+from t2t_repro.serve.options import CTRANSLATE2
 from t2t_repro.serve.rest_api import to_json_value
 from t2t_repro.serve.served_model import ServedSignature
 from t2t_repro.special_tokens import PAD_ID
@@ -49,6 +50,7 @@ def _signature_def(input_dtype, rank, nbest):
 class CTranslate2Backend:
     """One CTranslate2 export version loaded for serving (`threads`: CPU threads per translation, 0: default)."""
 
+    engine = CTRANSLATE2
     model_errors = (RuntimeError, ValueError)
 
     def __init__(self, version_dir, threads=0):

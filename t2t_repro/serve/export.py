@@ -44,9 +44,10 @@ import tensorflow_text as tf_text
 
 from t2t_repro import safe_write
 from t2t_repro.decode.transformer_search import search
+from t2t_repro.serve.export_attention import attention_function, attention_signature_note
 from t2t_repro.serve.export_files import (
-    IDS_SIGNATURE, INPUT_NAME, OUTPUT_NAME, SAVED_MODEL_METADATA, SAVED_MODEL_SIDE_VOCABULARIES, SAVED_MODEL_VOCABULARY,
-    SCORES_NAME, TEXT_SIGNATURE, write_vocabularies,
+    ATTENTION_SIGNATURE, IDS_SIGNATURE, INPUT_NAME, OUTPUT_NAME, SAVED_MODEL_METADATA, SAVED_MODEL_SIDE_VOCABULARIES,
+    SAVED_MODEL_VOCABULARY, SCORES_NAME, TEXT_SIGNATURE, write_vocabularies,
 )
 from t2t_repro.serve.sentencepiece_log import sentencepiece_info_hidden
 from t2t_repro.serve.versions import same_export_as_newest, unwritten_version_error, write_new_version
@@ -120,16 +121,23 @@ def build_serving_module(model, serialized_vocabulary, settings, serialized_targ
         eos = tf.fill([tokens.nrows(), 1], tf.constant(EOS_ID, tf.int32))
         return tf.concat([tokens, eos], axis=1)
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=INPUT_NAME)], autograph=False)
-    def serve_text(inputs):
+    def translate(inputs, extra_outputs=None):
+        """{outputs, scores} of the texts `inputs`, and `extra_outputs(source ids, ids)`'s outputs; an empty
+        text is not decoded: "", 0.0 (and zeros or "" in the extra outputs)."""
         texts = clean_text(inputs)
         non_empty = tf.reshape(tf.where(tf.strings.length(texts) > 0), [-1, 1])
-        to_decode = tf.gather_nd(texts, non_empty)
-        ids, scores = beam(source_ids(to_decode).to_tensor(PAD_ID))
-        shape = tf.concat([tf.shape(inputs, out_type=tf.int64)[:1], tf.shape(scores, out_type=tf.int64)[1:]], 0)
-        outputs = tf.scatter_nd(non_empty, decoded_text(target_tokenizer, ids), shape)  # "" where empty
-        scores = tf.scatter_nd(non_empty, scores, shape)  # 0.0 where empty
-        return {OUTPUT_NAME: outputs, SCORES_NAME: scores}
+        to_decode = source_ids(tf.gather_nd(texts, non_empty)).to_tensor(PAD_ID)
+        ids, scores = beam(to_decode)
+        answers = {OUTPUT_NAME: decoded_text(target_tokenizer, ids), SCORES_NAME: scores}
+        if extra_outputs is not None:
+            answers.update(extra_outputs(to_decode, ids))
+        batch = tf.shape(inputs, out_type=tf.int64)[:1]
+        return {name: tf.scatter_nd(non_empty, value, tf.concat([batch, tf.shape(value, out_type=tf.int64)[1:]], 0))
+                for name, value in answers.items()}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=INPUT_NAME)], autograph=False)
+    def serve_text(inputs):
+        return translate(inputs)
 
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name=INPUT_NAME)], autograph=False)
     def serve_ids(inputs):
@@ -144,7 +152,16 @@ def build_serving_module(model, serialized_vocabulary, settings, serialized_targ
     module.serve_text = serve_text
     module.serve_ids = serve_ids
     module.source_lengths = source_lengths
-    return module, {TEXT_SIGNATURE: serve_text, IDS_SIGNATURE: serve_ids}
+    signatures = {TEXT_SIGNATURE: serve_text, IDS_SIGNATURE: serve_ids}
+    if not hasattr(model, "models"):  # an ensemble has no one set of attention weights to show
+        extra_outputs = attention_function(model, tokenizer, target_tokenizer)
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=INPUT_NAME)], autograph=False)
+        def serve_attention(inputs):
+            return translate(inputs, extra_outputs)
+
+        module.serve_attention = signatures[ATTENTION_SIGNATURE] = serve_attention
+    return module, signatures
 
 
 def _vocabulary_fields(vocabularies):
@@ -195,6 +212,7 @@ def export_saved_model(model, vocabularies, settings, export_dir, description):
             TEXT_SIGNATURE: f"inputs: string [batch] -> outputs: string {per_example}, scores: float {per_example}",
             IDS_SIGNATURE: f"inputs: int32 [batch, length] (ending in EOS=1, PAD=0) -> outputs: int32 "
                            f"{hypotheses}, scores: float {per_example}",
+            **({} if hasattr(model, "models") else {ATTENTION_SIGNATURE: attention_signature_note(settings.nbest)}),
         },
         "exported_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }

@@ -17,6 +17,11 @@ IDS_SIGNATURE = "ids"
 INPUT_NAME = "inputs"
 OUTPUT_NAME = "outputs"
 SCORES_NAME = "scores"
+# The signature that also answers each translation's encoder-decoder attention (t2t_repro.serve.export_attention).
+ATTENTION_SIGNATURE = "attention"
+SOURCE_PIECES_NAME = "source_pieces"
+TARGET_PIECES_NAME = "target_pieces"
+ATTENTION_NAME = "attention"
 
 SAVED_MODEL_METADATA = os.path.join("assets.extra", "t2t_repro_export.json")
 SAVED_MODEL_VOCABULARY = os.path.join("assets.extra", "vocab.model")

@@ -22,8 +22,9 @@ from tensorflow.core.protobuf import saved_model_pb2
 
 from t2t_repro.errors import UserError, first_line
 from t2t_repro.serve import rest_api
-from t2t_repro.serve.export_files import read_export_metadata
-from t2t_repro.serve.options import CTRANSLATE2
+from t2t_repro.serve.attention_output import trim_attention_example
+from t2t_repro.serve.export_files import ATTENTION_NAME, ATTENTION_SIGNATURE, read_export_metadata
+from t2t_repro.serve.options import CTRANSLATE2, TENSORFLOW
 from t2t_repro.serve.sentencepiece_log import sentencepiece_info_hidden
 from t2t_repro.serve.served_model import ServedSignature
 from t2t_repro.special_tokens import PAD_ID
@@ -53,8 +54,9 @@ def _without_trailing_pad(value):
     return [_without_trailing_pad(row) for row in value]
 
 
-def _run_function(function, input_name, takes_text, input_dtype, output_names):
-    """examples -> one {output name: JSON value} row per example, through a SavedModel signature function."""
+def _run_function(function, input_name, takes_text, input_dtype, output_names, per_example=None):
+    """examples -> one {output name: JSON value} row per example, through a SavedModel signature function;
+    `per_example` rewrites each example's {output name: numpy value} first."""
 
     def run(examples):
         if takes_text:
@@ -67,8 +69,10 @@ def _run_function(function, input_name, takes_text, input_dtype, output_names):
         outputs = {name: value.numpy() for name, value in function(**{input_name: inputs}).items()}
         rows = []
         for index in range(len(examples)):
-            rows.append({name: rest_api.to_json_value(_without_trailing_pad(outputs[name][index]))
-                         for name in output_names})
+            example = {name: _without_trailing_pad(outputs[name][index]) for name in output_names}
+            if per_example is not None:
+                example = per_example(example)
+            rows.append({name: rest_api.to_json_value(value) for name, value in example.items()})
         return rows
 
     return run
@@ -84,13 +88,15 @@ def _servable(name, function):
     if not (text or ids):
         return None
     output_names = sorted(function.structured_outputs)
+    per_example = trim_attention_example if name == ATTENTION_SIGNATURE and ATTENTION_NAME in output_names else None
     return ServedSignature(name, input_name, text, output_names,
-                           _run_function(function, input_name, text, spec.dtype, output_names))
+                           _run_function(function, input_name, text, spec.dtype, output_names, per_example))
 
 
 class SavedModelBackend:
     """One SavedModel version loaded for serving."""
 
+    engine = TENSORFLOW
     model_errors = (tf.errors.OpError,)
 
     def __init__(self, version_dir):

@@ -168,15 +168,18 @@ class ServedModel:
         return rest_api.format_predictions(rows, signature.output_names, layout)
 
     def _checked_texts(self, values):
+        """The texts of a request. An empty one (or only whitespace) among others is answered "" (score 0.0), as
+        the decoder answers an empty line; a request of empty texts only is refused."""
         texts = []
         for index, value in enumerate(values):
             where = f"example {index}"
             text = rest_api.as_text(value, where)
-            if not text.strip():
-                raise RequestError(400, f"{where} is empty: send the text to translate")
             if len(text) > self.limits.max_input_chars:
                 raise RequestError(400, f"{where} has {len(text)} characters: at most {self.limits.max_input_chars}")
             texts.append(text)
+        if not any(text.strip() for text in texts):
+            what = "example 0 is" if len(texts) == 1 else f"all {len(texts)} examples are"
+            raise RequestError(400, f"{what} empty: send the text to translate")
         lengths = self.backend.source_lengths(texts)
         if lengths is not None:
             for index, length in enumerate(lengths):
@@ -202,6 +205,8 @@ class ServedModel:
             for row, text in zip(rows, examples):
                 raw, source = row[OUTPUT_NAME], text.strip()
                 row[RAW_OUTPUT_NAME] = raw
+                if not source:  # an empty source's output is "" whatever the problem
+                    continue
                 row[OUTPUT_NAME] = ([self._postprocessed(hypothesis, source) for hypothesis in raw]
                                     if isinstance(raw, list) else self._postprocessed(raw, source))
         return rows

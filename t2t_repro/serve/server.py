@@ -1,6 +1,7 @@
 """A REST server speaking TensorFlow Serving's API, so TF Serving clients work unchanged against it.
 
     server = ModelServer(ServedModel("runs/wmt_ende/export"), model_name="wmt_ende", host="127.0.0.1", port=8501)
+    server = ModelServer({"ende": served_a, "ende_ct2": served_b})    # several models, each under its name
     server.serve_forever()          # or start() for a background thread; stop() ends it
 
 Routes (as TensorFlow Serving's; `/versions/<N>` may follow the model name, N being the served version):
@@ -9,6 +10,8 @@ Routes (as TensorFlow Serving's; `/versions/<N>` may follow the model name, N be
     GET  /v1/models/<name>/metadata     model spec and SignatureDefs
     POST /v1/models/<name>:predict      {"instances": [...]} -> {"predictions": [...]},
                                         {"inputs": ...} -> {"outputs": ...}
+
+and the page for people (`t2t_repro.serve.page`): GET / (the page), GET /static/<file>, GET /page/models.
 
 Every error is answered with a JSON object {"error": "..."}, those of the HTTP layer (a malformed request
 line, an unsupported method) included: 400 for a bad request (JSON, nesting, types, empty or
@@ -25,7 +28,7 @@ import re
 import threading
 import urllib.parse
 
-from t2t_repro.serve import rest_api
+from t2t_repro.serve import page, rest_api
 from t2t_repro.serve.rest_api import RequestError
 
 logger = logging.getLogger(__name__)
@@ -38,15 +41,19 @@ _MAX_DISCARDED_BYTES = 64 << 20  # refused bodies up to this size are read and d
 
 
 class ModelServer(http.server.ThreadingHTTPServer):
-    """An HTTP server answering TensorFlow Serving REST requests for one `ServedModel` under `model_name`."""
+    """An HTTP server answering TensorFlow Serving REST requests for one `ServedModel` under `model_name`, or for
+    several: `served_model` a {name: ServedModel} dict (`model_name` unused); `served_model` and `model_name`
+    are then the first's."""
 
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 128  # the listen backlog: many clients connecting at once are not refused
 
     def __init__(self, served_model, model_name="model", host="127.0.0.1", port=8501):
-        self.served_model = served_model
-        self.model_name = model_name
+        self.models = dict(served_model) if isinstance(served_model, dict) else {model_name: served_model}
+        if not self.models:
+            raise ValueError("no model to serve")
+        self.model_name, self.served_model = next(iter(self.models.items()))
         self._thread = None
         super().__init__((host, port), _RequestHandler)
 
@@ -72,7 +79,8 @@ class ModelServer(http.server.ThreadingHTTPServer):
             self._thread.join()
             self._thread = None
         self.server_close()
-        self.served_model.close()
+        for served in self.models.values():
+            served.close()
 
 
 class _RequestHandler(http.server.BaseHTTPRequestHandler):
@@ -130,11 +138,10 @@ class _RequestHandler(http.server.BaseHTTPRequestHandler):
         path = urllib.parse.urlsplit(self.path).path
         match = _ROUTE.match(path)
         if not match:
-            raise RequestError(404, f"no such path {path!r}: the API is GET /v1/models/<name>[/metadata] and "
-                                    "POST /v1/models/<name>:predict")
-        served = self.server.served_model
+            return self._page_answer(method, path)
         name, version, action = match["name"], match["version"], match["action"]
-        if name != self.server.model_name or (version is not None and version != str(served.version)):
+        served = self.server.models.get(name)
+        if served is None or (version is not None and version != str(served.version)):
             request = f"Specific({name}, {version})" if version is not None else f"Latest({name})"
             raise RequestError(404, f"Servable not found for request: {request}")
         if action in (None, "/metadata"):
@@ -149,6 +156,18 @@ class _RequestHandler(http.server.BaseHTTPRequestHandler):
             raise RequestError(404, f"unknown verb {action!r}: use :predict")
         self._require_method(method, ("POST",))
         return 200, served.predict(rest_api.parse_json_body(self._read_body()))
+
+    def _page_answer(self, method, path):
+        """The page's routes (`t2t_repro.serve.page`); 404 for any other path."""
+        if path == page.MODELS_PATH:
+            self._require_method(method, ("GET", "HEAD"))
+            return 200, page.model_cards(self.server.models)
+        found = page.static_file(path)
+        if found is None:
+            raise RequestError(404, f"no such path {path!r}: the API is GET /v1/models/<name>[/metadata] and "
+                                    "POST /v1/models/<name>:predict; the page is at /")
+        self._require_method(method, ("GET", "HEAD"))
+        return 200, page.StaticFile(*found)
 
     def _require_method(self, method, allowed):
         if method not in allowed:
@@ -203,10 +222,16 @@ class _RequestHandler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
 
     def _send_json(self, status, body, include_body=True):
-        data = (json.dumps(body, ensure_ascii=False) + "\n").encode("utf-8")
+        if isinstance(body, page.StaticFile):
+            content_type, data, headers = body.content_type, body.data, page.HEADERS
+        else:
+            content_type, headers = "application/json", {}
+            data = (json.dumps(body, ensure_ascii=False) + "\n").encode("utf-8")
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
+        for header, value in headers.items():
+            self.send_header(header, value)
         if status == 405:
             self.send_header("Allow", ", ".join(getattr(self, "_allowed", ("GET", "POST"))))
         if self.close_connection:
