@@ -131,6 +131,24 @@ def test_bad_requests_get_the_same_errors(server, sentences, body, message):
     assert _request(server, {"instances": [sentences[0]]})[0] == 200
 
 
+@pytest.mark.parametrize("engine", ["tensorflow", "ctranslate2"])
+def test_an_empty_source_in_a_batch_gives_an_empty_output_and_the_others_are_translated(
+        engine, server, exported_model, sentences):
+    """As serving.md and the decoder say: "" (score 0.0) for an empty source, the request is not refused."""
+    running = server if engine == "ctranslate2" else _serve(jobs.served_model(str(exported_model.parent), LIMITS))
+    try:
+        _, alone = _request(running, {"instances": sentences[:2]})
+        status, answer = _request(running, {"instances": [sentences[0], "", " \t ", sentences[1]]})
+    finally:
+        if running is not server:
+            running.stop()
+    assert status == 200, answer
+    expected = [p["outputs"] for p in alone["predictions"]]
+    assert [p["outputs"] for p in answer["predictions"]] == [expected[0], "", "", expected[1]]
+    assert [p["scores"] for p in answer["predictions"]][1:3] == [0.0, 0.0]
+    assert all(p["raw_outputs"] == p["outputs"] for p in answer["predictions"])
+
+
 def _as_parsing_export(version_dir, metadata_file, target):
     """A copy of an export version whose metadata names a parsing problem (its model still translates: what
     matters here is that whatever it decodes is served as a tree on the source words)."""
