@@ -108,7 +108,7 @@ def test_export_runs_without_the_project_and_matches_the_decoder(exported_model,
     padded_with_space = "  " + sources[0] + " \u3000"
     isolated = _isolated_run(exported_model, sources + [invalid_utf8, padded_with_space], padded.tolist())
     assert isolated["project_modules"] == []
-    assert isolated["signatures"] == ["ids", "serving_default"]
+    assert isolated["signatures"] == ["attention", "ids", "serving_default"]
 
     # The decoder refuses a file that is not UTF-8 (naming the line); it decodes the other lines as the graph.
     source_file, target_file = tmp_path / "sources.en", tmp_path / "decoded.de"
