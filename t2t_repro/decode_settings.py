@@ -45,6 +45,11 @@ class DecodeSettings:
         False, "rank hypotheses cut at the maximum length (no EOS) with those that ended with EOS, by score alone; "
         "by default, as tensor2tensor, cut ones are used only when no hypothesis ended with EOS"
     )
+    constrained_output: bool = setting(
+        True, "where the problem constrains its outputs (parsing), extend only hypotheses that can still become "
+        "well formed (a tree with one tag per source word, balanced brackets); false: the model's output as it is "
+        "(parsing repairs it onto the words afterwards)"
+    )
 
     def __post_init__(self):
         check_fields(self, "decode setting")
@@ -62,15 +67,19 @@ class DecodeSettings:
         return dataclasses.asdict(self)
 
     def export_record(self):
-        """The settings an export records as its decode settings: nbest only when it is more than one, so
-        that a 1-best export records what exports recorded before they could return n-best lists, and an
-        export that does not name nbest reads back as 1-best."""
-        return {name: value for name, value in self.to_dict().items() if name != "nbest" or value != 1}
+        """The settings an export records as its decode settings: nbest only when it is more than one and
+        constrained_output only when false, so that an export records what exports recorded before either
+        existed, and one that does not name them reads back with their defaults."""
+        return {name: value for name, value in self.to_dict().items() if (name, value) not in _RECORDED_WHEN_DEFAULT}
 
     def describe(self):
         """The settings in words, for logs: beam 4, alpha 0.6, max length input + 50."""
-        return f"beam {self.beam_size}, alpha {self.alpha}, max length input + {self.extra_length}"
+        unconstrained = "" if self.constrained_output else ", unconstrained"
+        return f"beam {self.beam_size}, alpha {self.alpha}, max length input + {self.extra_length}{unconstrained}"
 
+
+# Settings an export leaves out of its record at these values (`DecodeSettings.export_record`).
+_RECORDED_WHEN_DEFAULT = {("nbest", 1), ("constrained_output", True)}
 
 # Section 6.1.
 TRANSLATION_DECODE_SETTINGS = DecodeSettings(beam_size=4, alpha=0.6, extra_length=50)

@@ -151,7 +151,8 @@ def test_test_split_leaves_canonical_gold_and_decoded_files_that_evalb_scores_as
     out = tmp_path / "run"
     out.mkdir()
     run = types.SimpleNamespace(
-        problem=problem, info=types.SimpleNamespace(data_dir=tmp_path / "data"), model=None, vocabularies=None,
+        problem=problem, info=types.SimpleNamespace(data_dir=tmp_path / "data"), model=None,
+        vocabularies=problem.vocabularies(tmp_path / "data"),
         decode_settings=lambda: PARSING_DECODE_SETTINGS, layout=RunLayout(out), checkpoint=str(out / "ckpt-1"))
     # A truncated output (repaired onto the words) and a failed one (nothing).
     hypotheses = [problem.postprocess(" ".join(pairs[0][1].split()[:6]), pairs[0][0]), ""]

@@ -18,6 +18,7 @@ import re
 
 from t2t_repro.data import ptb_tree
 from t2t_repro.data.text_problem import TextPairProblem
+from t2t_repro.data.tree_tokens import WORD_BOUNDARY, TreeTokens
 from t2t_repro.decode_settings import PARSING_DECODE_SETTINGS
 from t2t_repro.errors import UserError
 
@@ -33,7 +34,6 @@ POS_TAGS = (
     "PRP", "PRP$", "RB", "RBR", "RBS", "RP", "SYM", "TO", "UH", "VB", "VBD", "VBG", "VBN", "VBP", "VBZ", "WDT",
     "WP", "WP$", "WRB", "#", "$", ".", ",", ":", "``", "''", "-LRB-", "-RRB-",
 )
-WORD_BOUNDARY = "\u2581"  # SentencePiece's whitespace marker
 
 
 def _section_name(section):
@@ -119,6 +119,11 @@ class ParsingProblem(TextPairProblem):
         several pieces."""
         tokens = [f"({label}" for label in PHRASE_LABELS] + [f"){label}" for label in PHRASE_LABELS]
         return tuple(WORD_BOUNDARY + token for token in tokens + list(POS_TAGS))
+
+    def output_constraint(self, vocabularies):
+        """The tree symbols' ids: decoders extend only hypotheses that can still become a tree with one tag per
+        source word and balanced brackets (`t2t_repro.decode.tree_constraint`)."""
+        return TreeTokens.from_vocabularies(vocabularies, PHRASE_LABELS, POS_TAGS)
 
     def postprocess(self, decoded_text, source_text):
         """The decoded linearised tree, repaired and put onto the source words, as a PTB tree string; a bracket

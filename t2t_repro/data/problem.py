@@ -105,6 +105,11 @@ class Problem(abc.ABC):
     def postprocess(self, decoded_text, source_text):
         """Turns a decoded target string into what is scored (parsing: a well-formed tree on the words)."""
 
+    def output_constraint(self, vocabularies):
+        """What a decoder may let its outputs become, given the problem's `Vocabularies`: None (anything) by
+        default; parsing's `TreeTokens` (only well-formed trees on the source words)."""
+        return None
+
     def check_existing_data(self, data_dir, manual_dir=None):
         """Raises UserError when data_dir holds this problem's data made otherwise than asked now (other settings,
         another --manual_dir); nothing to check by default."""

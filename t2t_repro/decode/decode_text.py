@@ -163,11 +163,12 @@ def length_sorted_batches(lengths, batch_size=None, batch_tokens=None):
     return batches
 
 
-def tensorflow_search(model, settings, jit_compile=False, drop_finished=None):
+def tensorflow_search(model, settings, jit_compile=False, drop_finished=None, constraint=None):
     """The batch search (see the module docstring) of the project's beam search over `model` (a Transformer)
-    with `settings`, compiled once per model and settings (with XLA where `jit_compile`; `drop_finished`: see
-    `t2t_repro.decode.transformer_search.search`)."""
-    search = compiled_search(model, settings, jit_compile=jit_compile, drop_finished=drop_finished)
+    with `settings`, compiled once per model and settings (with XLA where `jit_compile`; `drop_finished` and a
+    problem's output `constraint`: see `t2t_repro.decode.transformer_search.search`)."""
+    search = compiled_search(model, settings, jit_compile=jit_compile, drop_finished=drop_finished,
+                             constraint=constraint)
 
     def run(sources):
         return batch_results(*search(padded_batch(sources)))
@@ -176,11 +177,12 @@ def tensorflow_search(model, settings, jit_compile=False, drop_finished=None):
     return run
 
 
-def decode_texts_nbest(texts, model, vocabularies, settings, postprocess=None, **options):
-    """Decodes every source string with `model` by beam search; returns, in input order, a list of
-    `settings.nbest` Hypothesis per input (see `search_texts_nbest` for the options)."""
-    return search_texts_nbest(texts, tensorflow_search(model, settings), vocabularies, settings, postprocess,
-                              **options)
+def decode_texts_nbest(texts, model, vocabularies, settings, postprocess=None, constraint=None, **options):
+    """Decodes every source string with `model` by beam search (within a problem's output `constraint`);
+    returns, in input order, a list of `settings.nbest` Hypothesis per input (see `search_texts_nbest` for the
+    options)."""
+    return search_texts_nbest(texts, tensorflow_search(model, settings, constraint=constraint), vocabularies,
+                              settings, postprocess, **options)
 
 
 def search_texts_nbest(texts, search, vocabularies, settings, postprocess=None, batch_size=None, batch_tokens=None,
@@ -224,9 +226,10 @@ def search_texts_nbest(texts, search, vocabularies, settings, postprocess=None, 
     return results
 
 
-def decode_texts(texts, model, vocabularies, settings, postprocess=None, **options):
+def decode_texts(texts, model, vocabularies, settings, postprocess=None, constraint=None, **options):
     """The best postprocessed hypothesis of every source string, in input order (see `decode_texts_nbest`)."""
-    results = decode_texts_nbest(texts, model, vocabularies, settings.override(nbest=1), postprocess, **options)
+    results = decode_texts_nbest(texts, model, vocabularies, settings.override(nbest=1), postprocess, constraint,
+                                 **options)
     return [per_input[0].text for per_input in results]
 
 

@@ -9,6 +9,10 @@ The model encodes the sources and scores the next tokens (`Transformer.scoring_f
 extra_length` tokens (section 6.1: input length + 50), where the real length counts its non-PAD ids, so
 padding added by batching changes nothing, and at most `model.max_target_length` with learned positions.
 
+A problem may constrain the outputs (`Problem.output_constraint`): parsing's `TreeTokens` let only hypotheses
+that can still become a well-formed tree on the source words grow (`t2t_repro.decode.tree_constraint`), unless
+the settings turn it off (`constrained_output=False`).
+
 `use_cache=False` recomputes the whole decoder over the prefix at every step instead of reading the
 self-attention cache; it gives the same hypotheses and scores and exists to check the cache.
 """
@@ -20,6 +24,7 @@ import tensorflow as tf
 from t2t_repro.decode.beam_search import beam_search
 from t2t_repro.decode.compiled import compiled_for_model
 from t2t_repro.decode.ensemble import Ensemble
+from t2t_repro.decode.tree_constraint import constrain
 from t2t_repro.special_tokens import EOS_ID, PAD_ID
 
 
@@ -43,7 +48,8 @@ def longest_output(model, inputs, extra_length):
     return longest
 
 
-def search(model, inputs, settings, use_cache=True, eos_id=EOS_ID, jit_compile=False, drop_finished=None):
+def search(model, inputs, settings, use_cache=True, eos_id=EOS_ID, jit_compile=False, drop_finished=None,
+           constraint=None):
     """Beam search as TensorFlow ops, for use inside a `tf.function` (e.g. an exported serving function).
 
     Args:
@@ -62,6 +68,8 @@ def search(model, inputs, settings, use_cache=True, eos_id=EOS_ID, jit_compile=F
         drop_finished: stop computing a sentence once its search is done (the batch shrinks; the same
             hypotheses, scores within float rounding of a batch that carries every sentence to its end);
             None: wherever the search is not XLA-compiled, whose shapes must stay.
+        constraint: the problem's output constraint (`TreeTokens`: only well-formed trees on the source
+            words), applied unless settings.constrained_output is False; None: none.
 
     Returns:
         ids: int32 [batch, nbest, length], best first; positions after a hypothesis' end are PAD (0).
@@ -72,6 +80,11 @@ def search(model, inputs, settings, use_cache=True, eos_id=EOS_ID, jit_compile=F
     longest = longest_output(model, inputs, settings.extra_length)
     symbols_to_logits_fn, state, sentence_state = model.scoring_function(
         inputs, settings.beam_size, longest if jit_compile else None, use_cache)
+    normalized = isinstance(model, Ensemble)  # its function returns the mean's log-probabilities
+    if constraint is not None and settings.constrained_output:
+        symbols_to_logits_fn, sentence_state = constrain(symbols_to_logits_fn, sentence_state, constraint, inputs,
+                                                         max_lengths, settings.beam_size, normalized)
+        normalized = True
     ids, scores = beam_search(
         symbols_to_logits_fn,
         tf.fill(tf.shape(inputs)[:1], tf.constant(PAD_ID, tf.int32)),
@@ -82,7 +95,7 @@ def search(model, inputs, settings, use_cache=True, eos_id=EOS_ID, jit_compile=F
         states=state,
         eos_id=eos_id,
         unfinished_compete=settings.unfinished_compete,
-        normalized=isinstance(model, Ensemble),  # its function returns the mean's log-probabilities
+        normalized=normalized,
         max_length=longest,
         jit_compile=jit_compile,
         sentence_states=sentence_state,
@@ -91,19 +104,22 @@ def search(model, inputs, settings, use_cache=True, eos_id=EOS_ID, jit_compile=F
     return ids[:, : settings.nbest], scores[:, : settings.nbest]
 
 
-def compiled_search(model, settings, use_cache=True, eos_id=EOS_ID, jit_compile=False, drop_finished=None):
+def compiled_search(model, settings, use_cache=True, eos_id=EOS_ID, jit_compile=False, drop_finished=None,
+                    constraint=None):
     """A `tf.function` inputs [batch, length] -> (ids, scores) of `search` with these settings (cached)."""
     # Truncating sources is not searching: settings that differ only there share one function.
     key = ("beam", dataclasses.replace(settings, max_input_length=None), use_cache, eos_id, jit_compile,
-           drop_finished)
+           drop_finished, constraint)
     return compiled_for_model(
         model, key,
-        lambda model, inputs: search(model, inputs, settings, use_cache, eos_id, jit_compile, drop_finished),
+        lambda model, inputs: search(model, inputs, settings, use_cache, eos_id, jit_compile, drop_finished,
+                                     constraint),
         [tf.TensorSpec([None, None], tf.int32)],
     )
 
 
-def beam_decode(model, inputs, settings, use_cache=True, eos_id=EOS_ID, jit_compile=False, drop_finished=None):
+def beam_decode(model, inputs, settings, use_cache=True, eos_id=EOS_ID, jit_compile=False, drop_finished=None,
+                constraint=None):
     """Runs `search` compiled (see `search` for the arguments); returns (ids, scores) tensors."""
-    compiled = compiled_search(model, settings, use_cache, eos_id, jit_compile, drop_finished)
+    compiled = compiled_search(model, settings, use_cache, eos_id, jit_compile, drop_finished, constraint)
     return compiled(tf.convert_to_tensor(inputs, tf.int32))

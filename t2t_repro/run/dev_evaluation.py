@@ -96,7 +96,8 @@ class DevEvaluator:
         sources = [source for source, _ in pairs]
         references = [reference for _, reference in pairs]
         hypotheses = decode_texts(sources, model, self.vocabularies, self.problem.decode_settings,
-                                  self.problem.postprocess, progress=False)
+                                  self.problem.postprocess, self.problem.output_constraint(self.vocabularies),
+                                  progress=False)
         scorer = self.problem.scorer
         scores = self.problem.evaluate(hypotheses, references, sources)
         name, value = scorer.headline(scores)

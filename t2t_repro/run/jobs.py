@@ -53,7 +53,8 @@ def run_decoder(output_dir, checkpoint=None, precision="float32", usr_dir=None, 
         search = sampling_search(loaded.model, settings, sampling)
     else:
         settings, sampling = loaded.decode_settings(**settings_flags), None
-        search = tensorflow_search(loaded.model, settings, jit_compile, drop_finished=False if keep_finished else None)
+        search = tensorflow_search(loaded.model, settings, jit_compile, drop_finished=False if keep_finished else None,
+                                   constraint=loaded.problem.output_constraint(loaded.vocabularies))
     return TextDecoder(search, settings, loaded.vocabularies, loaded.problem.postprocess, description, sampling)
 
 
@@ -79,7 +80,8 @@ def decode_test_split(run, output_file=None):
     settings = run.decode_settings()
     print(f"decoding {len(sources)} test sentences with {os.path.relpath(run.checkpoint, run.layout.output_dir)} "
           f"({settings.describe()})", flush=True)
-    hypotheses = decode_texts(sources, run.model, run.vocabularies, settings, run.problem.postprocess)
+    hypotheses = decode_texts(sources, run.model, run.vocabularies, settings, run.problem.postprocess,
+                              run.problem.output_constraint(run.vocabularies))
     output_file = output_file or run.layout.test_output_file
     evaluation_files = getattr(run.problem.scorer, "evaluation_files", None)
     if evaluation_files is None:

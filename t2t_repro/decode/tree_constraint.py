@@ -1,0 +1,117 @@
+"""Decoding that yields well-formed trees by construction: a hypothesis is extended only by the tokens after
+which it can still become a linearised tree with exactly one word slot per source word and balanced, matching
+brackets, and it may end (EOS) only as such a tree. Constrained decoders for sequence-to-sequence parsing do the
+same; section 6.3 does not say how its outputs were made well formed.
+
+    scoring_fn, sentence_state = constrain(scoring_fn, sentence_state, tokens, inputs, max_lengths, beam_size,
+                                           normalized)
+    # then beam_search(scoring_fn, ..., sentence_states=sentence_state, normalized=True)
+
+The allowed tokens are computed at every step from the hypothesis itself (the ids so far, which the search
+passes to the scoring function), so nothing is added to the search's state and a cached and an uncached decoder
+are constrained alike. The model's log-probabilities of the allowed tokens are kept as they are (not
+renormalised over them): a hypothesis has the same score constrained or not, and where the unconstrained search
+already finds a well-formed tree it is still a candidate.
+
+With `n` the source's words (its pieces that start a word, `TreeTokens.word_starts`), `placed` the slots so
+far, `depth` the open brackets and `t` the tokens so far (M the sentence's most output tokens, EOS included):
+
+- "(X" while placed < n, either first (t = 0) or inside the root (depth > 0);
+- a slot (a tag) while placed < n, inside the root;
+- ")X" closing the innermost open "(X", never right after it (no empty constituent), and the root only when
+  placed = n;
+- EOS once the root is closed (depth 0, placed = n);
+
+each only when the shortest completion after it, (n - placed) slots, the closers of the open brackets and EOS,
+still fits in M. Should M leave no room for any tree (fewer than n + 3 tokens), the hypothesis is left
+unconstrained rather than given no token at all; the parsing problems' limit is the input length + 300.
+"""
+
+import tensorflow as tf
+
+from t2t_repro.decode.log_probs import next_token_log_probs
+from t2t_repro.special_tokens import EOS_ID
+
+_OTHER, _OPENER, _CLOSER, _SLOT = 0, 1, 2, 3
+_IMPOSSIBLE = float("-inf")
+
+
+def _table(size, ids, values, default=0):
+    """int32 [size]: values[i] at ids[i], `default` elsewhere."""
+    table = [default] * size
+    for token, value in zip(ids, values):
+        table[token] = value
+    return tf.constant(table, tf.int32)
+
+
+def source_word_counts(tokens, inputs):
+    """int32 [batch]: the words of each source (its pieces that start a word)."""
+    starts = _table(tokens.source_vocab_size, tokens.word_starts, [1] * len(tokens.word_starts))
+    return tf.reduce_sum(tf.gather(starts, inputs), axis=1)
+
+
+def allowed_tokens(tokens, ids, step, words, max_lengths):
+    """bool [rows, target vocab]: the tokens that may follow each hypothesis (see the module docstring).
+
+    Args:
+        tokens: the problem's `TreeTokens`.
+        ids: int32 [rows, buffer] hypotheses behind their initial id, the `step` tokens so far in columns 1 ...
+            step, PAD after.
+        step: int32 scalar, the tokens so far.
+        words, max_lengths: int32 [rows], each hypothesis' source words and most output tokens.
+    """
+    size = tokens.target_vocab_size
+    roles = _table(size, tokens.openers + tokens.closers + tokens.slots,
+                   [_OPENER] * len(tokens.openers) + [_CLOSER] * len(tokens.closers) + [_SLOT] * len(tokens.slots))
+    closer_of = _table(size, tokens.openers, tokens.closers, default=-1)
+    so_far = ids[:, 1:]
+    role = tf.gather(roles, so_far)
+    depth_after = tf.cumsum(tf.cast(tf.equal(role, _OPENER), tf.int32) - tf.cast(tf.equal(role, _CLOSER), tf.int32),
+                            axis=1)
+    depth = depth_after[:, -1]
+    placed = tf.reduce_sum(tf.cast(tf.equal(role, _SLOT), tf.int32), axis=1)
+    # The innermost open bracket is the last opener after which the depth was the depth now.
+    positions = tf.range(tf.shape(so_far)[1])[tf.newaxis]
+    innermost = tf.reduce_max(tf.where(tf.equal(role, _OPENER) & tf.equal(depth_after, depth[:, tf.newaxis]),
+                                       positions, -1), axis=1)
+    innermost_closer = tf.where(innermost >= 0, tf.gather(closer_of, tf.gather(so_far, tf.maximum(innermost, 0),
+                                                                                batch_dims=1)), -1)
+    last_role = tf.gather(roles, tf.gather(ids, tf.fill(tf.shape(depth), step), batch_dims=1))
+
+    left = words - placed
+    # Tokens after the next one in the shortest completion, EOS included, by the next token's role.
+    room = max_lengths - (step + 1)
+    fits_opener = left + depth + 2 <= room
+    fits_slot = left - 1 + depth + 1 <= room
+    fits_closer = left + depth <= room
+    vocabulary = tf.range(size)[tf.newaxis]
+    token_role = roles[tf.newaxis]
+    column = lambda condition: condition[:, tf.newaxis]  # noqa: E731 - per hypothesis, broadcast over tokens
+    opener = column((left > 0) & ((depth > 0) | tf.equal(step, 0)) & fits_opener) & tf.equal(token_role, _OPENER)
+    slot = column((left > 0) & (depth > 0) & fits_slot) & tf.equal(token_role, _SLOT)
+    closer = (column((depth > 0) & tf.not_equal(last_role, _OPENER) & ((depth > 1) | tf.equal(left, 0)) & fits_closer)
+              & tf.equal(vocabulary, innermost_closer[:, tf.newaxis]))
+    eos = column(tf.equal(depth, 0) & tf.equal(left, 0) & ((step > 0) | tf.equal(words, 0))) & tf.equal(vocabulary,
+                                                                                                          EOS_ID)
+    allowed = opener | slot | closer | eos
+    return allowed | column(tf.logical_not(tf.reduce_any(allowed, axis=1)))  # no room for a tree: unconstrained
+
+
+def constrain(symbols_to_logits_fn, sentence_state, tokens, inputs, max_lengths, beam_size, normalized):
+    """A scoring function for `beam_search(..., normalized=True)` that gives the log-probabilities of
+    `symbols_to_logits_fn` (a model's, with sentence states; log-probabilities already when `normalized`) to the
+    allowed tokens only, -inf to the others; and the sentence state it reads (the model's, the sources' word
+    counts and their most output tokens), so that the search drops a finished sentence's rows from all of them.
+    """
+    vocab_size = tokens.target_vocab_size
+    state = {"model": sentence_state, "words": source_word_counts(tokens, inputs),
+             "max_lengths": tf.convert_to_tensor(max_lengths, tf.int32)}
+
+    def scoring_fn(ids, step, states, sentences):
+        scores, states = symbols_to_logits_fn(ids, step, states, sentences["model"])
+        log_probs = scores if normalized else next_token_log_probs(scores, vocab_size)
+        per_row = lambda values: tf.repeat(values, beam_size)  # noqa: E731 - row s * beam + b is sentence s
+        allowed = allowed_tokens(tokens, ids, step, per_row(sentences["words"]), per_row(sentences["max_lengths"]))
+        return tf.where(allowed, log_probs, _IMPOSSIBLE), states
+
+    return scoring_fn, state
