@@ -153,3 +153,55 @@ def exported_model(tmp_path_factory, serving_run):
     status = run_main(exporter._main, [f"--output_dir={serving_run}", f"--export_dir={export_dir}", "--extra_length=6"])
     assert status == 0
     return export_dir / "1"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A tiny Penn Treebank sample in NLTK's layout (made here: never the real sample's trees), and a parsing run on it.
+
+PTB_TEMPLATES = [
+    "( (S (NP-SBJ (NNP {a})) (VP (VBZ sees) (NP (DT the) (NN {b}))) (. .)) )",
+    "( (S (NP-SBJ-1 (DT The) (NN {b})) (VP (VBD wanted) (S (NP-SBJ (-NONE- *-1)) (VP (TO to) (VP (VB go)))))"
+    " (. .)) )",
+    "( (S (`` ``) (NP-SBJ (PRP We)) (VP (VBD gave) (PRT (RP up)) (PP-LOC (IN in) (NP (NNP {a})))) (, ,)"
+    " ('' '') (NP (NNP {a}) (POS 's)) (. .)) )",
+]
+PTB_WORDS = ["Mary", "John", "Paris", "Kim", "Ruth", "dog", "plan", "river", "bank", "idea", "stock", "yield",
+             "market", "price", "trader", "bond", "index", "share", "board", "chief"]
+PTB_SAMPLE_FILES = 12  # 3 trees each; the split below: 24 train, 6 dev, 6 test trees
+PTB_SAMPLE_SPLIT = "train_files=1-8,dev_files=9-10,test_files=11-12,source_vocab_size=400"
+
+
+def ptb_sample_file(number):
+    """The text of file wsj_<number>.mrg of the tiny sample: 3 trees of the templates."""
+    trees = [PTB_TEMPLATES[(number + i) % 3].format(a=PTB_WORDS[(number * 7 + i) % 20],
+                                                    b=PTB_WORDS[(number * 3 + i * 5) % 20]) for i in range(3)]
+    return "\n".join(trees) + "\n"
+
+
+def write_ptb_sample_zip(directory, files=PTB_SAMPLE_FILES):
+    """directory/treebank.zip with members treebank/combined/wsj_NNNN.mrg, as NLTK distributes its sample."""
+    import zipfile
+
+    directory.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(directory / "treebank.zip", "w") as archive:
+        archive.writestr("treebank/combined/README", "not a tree file\n")
+        for number in range(1, files + 1):
+            archive.writestr(f"treebank/combined/wsj_{number:04d}.mrg", ptb_sample_file(number))
+    return directory
+
+
+@pytest.fixture(scope="session")
+def parsing_run(tmp_path_factory):
+    """The output_dir of a tiny ptb_sample_parsing run on the tiny sample, trained until it parses the templates'
+    sentences (no averaging, test decoding or export)."""
+    base = tmp_path_factory.mktemp("parsing_run")
+    sample = write_ptb_sample_zip(base / "sample")
+    result = run_cli(
+        "trainer", "--problem=ptb_sample_parsing", f"--problem_overrides={PTB_SAMPLE_SPLIT}",
+        "--hparams=transformer_tiny", "--hparams_overrides=max_length=64,warmup_steps=30,num_layers=1,d_model=64,"
+        "d_ff=128,num_heads=2,d_k=32,d_v=32", "--batch_tokens=256", "--train_steps=150", "--eval_decode_sentences=0",
+        "--skip_average", "--skip_test", "--skip_export", f"--manual_dir={sample}", f"--data_dir={base / 'data'}",
+        f"--output_dir={base / 'out'}",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return base / "out"

@@ -6,29 +6,13 @@ import zipfile
 
 import pytest
 
-from conftest import run_cli_in_process
+from conftest import PTB_SAMPLE_FILES, ptb_sample_file, run_cli_in_process, write_ptb_sample_zip
 from t2t_repro import catalog
 from t2t_repro.data import nltk_treebank
 from t2t_repro.errors import UserError
 from t2t_repro.problems.ptb_sample import PtbSampleParsing, PtbSampleSettings
 
-TEMPLATES = [
-    "( (S (NP-SBJ (NNP {a})) (VP (VBZ sees) (NP (DT the) (NN {b}))) (. .)) )",
-    "( (S (NP-SBJ-1 (DT The) (NN {b})) (VP (VBD wanted) (S (NP-SBJ (-NONE- *-1)) (VP (TO to) (VP (VB go)))))"
-    " (. .)) )",
-    "( (S (`` ``) (NP-SBJ (PRP We)) (VP (VBD gave) (PRT (RP up)) (PP-LOC (IN in) (NP (NNP {a})))) (, ,)"
-    " ('' '') (NP (NNP {a}) (POS 's)) (. .)) )",
-]
-WORDS = ["Mary", "John", "Paris", "Kim", "Ruth", "dog", "plan", "river", "bank", "idea", "stock", "yield",
-         "market", "price", "trader", "bond", "index", "share", "board", "chief"]
-FILES = 12
 SPLIT = "train_files=1-8,dev_files=9-10,test_files=11-12"
-
-
-def _file_text(number):
-    trees = [TEMPLATES[(number + i) % 3].format(a=WORDS[(number * 7 + i) % 20], b=WORDS[(number * 3 + i * 5) % 20])
-             for i in range(3)]
-    return "\n".join(trees) + "\n"
 
 
 @pytest.fixture
@@ -37,21 +21,14 @@ def combined(tmp_path):
     folder = tmp_path / "corpora" / "treebank" / "combined"
     folder.mkdir(parents=True)
     (folder / "README").write_text("not a tree file\n")
-    for number in range(1, FILES + 1):
-        (folder / nltk_treebank.file_name(number)).write_text(_file_text(number))
+    for number in range(1, PTB_SAMPLE_FILES + 1):
+        (folder / nltk_treebank.file_name(number)).write_text(ptb_sample_file(number))
     return tmp_path / "corpora"
 
 
 @pytest.fixture
 def zipped(tmp_path):
-    """DIR/treebank.zip with treebank/combined/wsj_NNNN.mrg members, as NLTK distributes it."""
-    directory = tmp_path / "zipped"
-    directory.mkdir()
-    with zipfile.ZipFile(directory / "treebank.zip", "w") as archive:
-        archive.writestr("treebank/combined/README", "not a tree file\n")
-        for number in range(1, FILES + 1):
-            archive.writestr(f"treebank/combined/{nltk_treebank.file_name(number)}", _file_text(number))
-    return directory
+    return write_ptb_sample_zip(tmp_path / "zipped")
 
 
 def _problem(overrides=SPLIT):

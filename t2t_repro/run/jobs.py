@@ -136,14 +136,16 @@ def export(output_dir, export_dir=None, checkpoint=None, precision="float32", us
     description = {**export_description(first), "serving_precision": precision,
                    "ensemble": [ensemble_member_description(run) for run in loaded.runs[1:]]}
     return export_saved_model(loaded.model, loaded.vocabularies, loaded.decode_settings(**settings_flags),
-                              export_dir or first.layout.export_dir, description)
+                              export_dir or first.layout.export_dir, description,
+                              loaded.problem.output_constraint(loaded.vocabularies))
 
 
 def export_run(run, precision="float32", export_dir=None, **settings_flags):
     """`export` for a run already restored (`restore_run`) to compute in `precision`."""
     settings = run.decode_settings(**settings_flags)
     return export_saved_model(run.model, run.vocabularies, settings, export_dir or run.layout.export_dir,
-                              {**export_description(run), "serving_precision": precision})
+                              {**export_description(run), "serving_precision": precision},
+                              run.problem.output_constraint(run.vocabularies))
 
 
 def served_model(model_dir, limits, usr_dir=None):

@@ -90,7 +90,8 @@ def _tokenizer(serialized_vocabulary):
                                           name=f"sentencepiece_{digest}")
 
 
-def build_serving_module(model, serialized_vocabulary, settings, serialized_target_vocabulary=None):
+def build_serving_module(model, serialized_vocabulary, settings, serialized_target_vocabulary=None,
+                         constraint=None):
     """A tf.Module holding the model's weights, the tokenizers and the serving functions: `serialized_vocabulary`
     encodes the sources, and decodes the outputs unless the target side has its own
     (`serialized_target_vocabulary`).
@@ -99,7 +100,8 @@ def build_serving_module(model, serialized_vocabulary, settings, serialized_targ
     variables are, so the SavedModel holds plain variables and graphs (Keras models add their own default
     signatures when saved as children).
 
-    `settings` (a DecodeSettings with max_input_length set) are fixed in the graph; with nbest 1 the outputs
+    `settings` (a DecodeSettings with max_input_length set) are fixed in the graph, and so is the problem's output
+    `constraint` (parsing: only well-formed trees, `t2t_repro.decode.tree_constraint`); with nbest 1 the outputs
     have no hypothesis axis.
     Returns (module, signatures) for `tf.saved_model.save(module, path, signatures=signatures)`.
     """
@@ -112,7 +114,7 @@ def build_serving_module(model, serialized_vocabulary, settings, serialized_targ
         module.target_tokenizer = target_tokenizer = _tokenizer(serialized_target_vocabulary)
 
     def beam(ids):
-        ids, scores = search(model, ids, settings)
+        ids, scores = search(model, ids, settings, constraint=constraint)
         return (ids, scores) if settings.nbest > 1 else (ids[:, 0], scores[:, 0])
 
     def source_ids(texts):
@@ -183,7 +185,7 @@ def weights_sha256(model):
     return digest.hexdigest()
 
 
-def export_saved_model(model, vocabularies, settings, export_dir, description):
+def export_saved_model(model, vocabularies, settings, export_dir, description, constraint=None):
     """Exports a model as a new SavedModel version under `export_dir`; returns the version directory's path.
     When the newest version already holds the same weights with the same settings, nothing is written and its
     path is returned.
@@ -196,6 +198,8 @@ def export_saved_model(model, vocabularies, settings, export_dir, description):
         export_dir: where versions go; version N is export_dir/N.
         description: what the export comes from (problem, hparams, checkpoint, step, post-processing), written
             into the metadata beside the SavedModel.
+        constraint: the problem's output constraint (`Problem.output_constraint`), applied in the graph
+            unless settings.constrained_output is False; the metadata then says "output_constraint": "tree".
     """
     if settings.max_input_length is None:
         raise ValueError("the export needs settings.max_input_length")
@@ -208,6 +212,7 @@ def export_saved_model(model, vocabularies, settings, export_dir, description):
         **_vocabulary_fields(vocabularies),
         "weights_sha256": weights_sha256(model),
         "decode": settings.export_record(),
+        **({"output_constraint": "tree"} if constraint is not None and settings.constrained_output else {}),
         "signatures": {
             TEXT_SIGNATURE: f"inputs: string [batch] -> outputs: string {per_example}, scores: float {per_example}",
             IDS_SIGNATURE: f"inputs: int32 [batch, length] (ending in EOS=1, PAD=0) -> outputs: int32 "
@@ -224,7 +229,7 @@ def export_saved_model(model, vocabularies, settings, export_dir, description):
     with sentencepiece_info_hidden():
         module, signatures = build_serving_module(
             model, vocabularies.source.serialized_model, settings,
-            None if vocabularies.shared else vocabularies.target.serialized_model)
+            None if vocabularies.shared else vocabularies.target.serialized_model, constraint)
 
     def write(path):
         try:
