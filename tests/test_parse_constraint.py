@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from t2t_repro.data.tree_tokens import TreeTokens
 from t2t_repro.decode.beam_search import beam_search
-from t2t_repro.decode.tree_constraint import allowed_tokens, constrain, source_word_counts
+from t2t_repro.decode.tree_constraint import allowed_tokens, constrain, source_word_counts, source_word_tags
 from t2t_repro.special_tokens import EOS_ID, PAD_ID
 
 # A target vocabulary of 10 ids: PAD, EOS, UNK, (S )S (NP )NP (VP )VP, then the tags NN and VB; a source one of 8
@@ -193,3 +193,21 @@ def test_served_parser_answers_a_raw_sentence_with_a_tree_on_its_words(parsing_r
     for text, prediction in zip(texts, answer["predictions"]):
         assert is_tree_on(prediction["raw_outputs"], len(text.split()))  # well formed in the graph already
         assert parse_tree(prediction["outputs"]).words() == text.split()
+
+
+def test_a_punctuation_word_gets_its_tag_and_no_other_word_a_tag_evalb_deletes():
+    # Target id 11 is the tag ",", source id 8 the one-piece word ","; id 9 a piece of punctuation characters
+    # that starts a longer word (its tag the model's choice); every other word takes a tag EVALB keeps.
+    comma, source_comma, source_dash = 11, 8, 9
+    tokens = TreeTokens(target_vocab_size=12, source_vocab_size=10, openers=TOKENS.openers, closers=TOKENS.closers,
+                        slots=(NN, VB, comma), word_starts=(3, 4, 5, source_comma, source_dash),
+                        punctuation_slots=(comma,), fixed_tags=((source_comma, comma),), free_starts=(source_dash,))
+    sources = tf.constant([[3, source_comma, 4, source_dash, 6, EOS_ID], [source_comma, 6, 5, EOS_ID, 0, 0]])
+    word_tags = tf.constant([[-1, comma, -1, -2], [-2, -1, -1, -1]])  # ", " then "6": a longer word, free
+    assert source_word_tags(tokens, sources).numpy().tolist() == word_tags.numpy().tolist()
+    prefix = tf.constant([[PAD_ID, OPEN_S, NN, PAD_ID, PAD_ID]] * 3, tf.int32)
+    allowed = allowed_tokens(tokens, prefix, tf.constant(2), tf.constant([4] * 3), tf.constant([40] * 3),
+                             tf.constant([[-1, comma, -1, -2], [-1, -1, -1, -1], [-1, -2, -1, -1]])).numpy()
+    slots = [{token for token in (NN, VB, comma) if row[token]} for row in allowed]
+    assert slots == [{comma}, {NN, VB}, {NN, VB, comma}]
+

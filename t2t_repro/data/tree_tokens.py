@@ -5,6 +5,15 @@ hypotheses that can still become a tree (`t2t_repro.decode.tree_constraint`).
     tokens.openers[i], tokens.closers[i]   # "(NP" and its ")NP", each one target piece
     tokens.slots                           # the part-of-speech tags and XX: a word's place
     tokens.word_starts                     # source pieces that begin a word ("▁..."): a sentence's word count
+    tokens.fixed_tags                      # (source piece, tag id): a punctuation word and its tag
+
+EVALB (COLLINS.prm) deletes the words whose tag is a punctuation tag (, : `` '' .) from both trees before it
+compares them, and a sentence whose trees then differ in length is an error sentence, not scored. So the tags of
+punctuation decide whether a sentence is scored at all. The Treebank tags these by their form: a word of
+PUNCTUATION_TAGS (",", ".", "--", "?" ...) always gets its tag there (a few forms, AMBIGUOUS_PUNCTUATION, are
+punctuation only sometimes: "'" is also a possessive). A decoder can then give a punctuation word its own tag (or
+XX, which the de-linearisation turns into it), every other word a tag EVALB keeps, and leave the ambiguous forms
+and words spelled in several pieces of punctuation to the model.
 
 Only symbols that are single pieces of the target vocabulary take part (the parsing problems make every bracket
 token of the Treebank's label set and every tag one, `ParsingProblem.vocab_user_symbols`); a label outside the set
@@ -13,9 +22,11 @@ is spelled in several pieces and cannot be produced under the constraint.
 
 import dataclasses
 
-from t2t_repro.data.ptb_tree import PLACEHOLDER_TAG
+from t2t_repro.data.ptb_tree import PLACEHOLDER_TAG, PUNCTUATION_TAGS
 
 WORD_BOUNDARY = "\u2581"  # SentencePiece's whitespace marker
+# Word forms the Treebank tags as punctuation only sometimes ("'" is also POS, "`" and "-" other tags).
+AMBIGUOUS_PUNCTUATION = ("'", "`", "-")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,6 +39,11 @@ class TreeTokens:
         closers: ids of ")LABEL" pieces.
         slots: ids of the tags (and XX) that stand for one word each.
         word_starts: source ids whose piece starts with SentencePiece's word boundary.
+        punctuation_slots: the slots whose tag EVALB deletes (the values of PUNCTUATION_TAGS).
+        placeholder: the id of XX, -1 if it is not one piece.
+        fixed_tags: (source id, slot id) pairs: a one-piece punctuation word and its tag.
+        free_starts: source ids of word starts whose tag the model chooses freely: the ambiguous forms, and
+            pieces of punctuation characters only (which may start a word spelled in several pieces).
     """
 
     target_vocab_size: int
@@ -36,6 +52,10 @@ class TreeTokens:
     closers: tuple
     slots: tuple
     word_starts: tuple
+    punctuation_slots: tuple = ()
+    placeholder: int = -1
+    fixed_tags: tuple = ()
+    free_starts: tuple = ()
 
     @classmethod
     def from_vocabularies(cls, vocabularies, labels, tags):
@@ -49,7 +69,18 @@ class TreeTokens:
             if opener is not None and closer is not None:
                 openers.append(opener)
                 closers.append(closer)
-        slots = [piece_ids[WORD_BOUNDARY + tag] for tag in (*tags, PLACEHOLDER_TAG) if WORD_BOUNDARY + tag in piece_ids]
-        word_starts = [i for i in range(source.vocab_size) if source.id_to_piece(i).startswith(WORD_BOUNDARY)]
-        return cls(target.vocab_size, source.vocab_size, tuple(openers), tuple(closers), tuple(slots),
-                   tuple(word_starts))
+        slot_of = {tag: piece_ids[WORD_BOUNDARY + tag] for tag in (*tags, PLACEHOLDER_TAG)
+                   if WORD_BOUNDARY + tag in piece_ids}
+        source_pieces = [source.id_to_piece(i) for i in range(source.vocab_size)]
+        word_starts = [i for i, piece in enumerate(source_pieces) if piece.startswith(WORD_BOUNDARY)]
+        fixed, free = [], []
+        for i in word_starts:
+            form = source_pieces[i][len(WORD_BOUNDARY):]
+            if PUNCTUATION_TAGS.get(form) in slot_of:
+                fixed.append((i, slot_of[PUNCTUATION_TAGS[form]]))
+            elif not any(c.isalnum() for c in form):  # an ambiguous form, or a piece of punctuation (or bare ▁)
+                free.append(i)
+        return cls(target.vocab_size, source.vocab_size, tuple(openers), tuple(closers), tuple(slot_of.values()),
+                   tuple(word_starts), tuple(sorted({slot_of[tag] for tag in PUNCTUATION_TAGS.values()
+                                                     if tag in slot_of})),
+                   slot_of.get(PLACEHOLDER_TAG, -1), tuple(fixed), tuple(free))

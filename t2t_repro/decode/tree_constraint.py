@@ -22,7 +22,11 @@ far, `depth` the open brackets and `t` the tokens so far (M the sentence's most 
   placed = n;
 - EOS once the root is closed (depth 0, placed = n);
 
-each only when the shortest completion after it, (n - placed) slots, the closers of the open brackets and EOS,
+A slot is a tag EVALB keeps for an ordinary word, and for a punctuation word its own tag (or XX, which the
+de-linearisation turns into it): `TreeTokens` says which (the tags of the ambiguous forms are the model's
+choice). So EVALB deletes the same words from the decoded tree as from the gold one, and scores the sentence.
+
+Each token is allowed only when the shortest completion after it, (n - placed) slots, the closers of the open brackets and EOS,
 still fits in M. Should M leave no room for any tree (fewer than n + 3 tokens), the hypothesis is left
 unconstrained rather than given no token at all; the parsing problems' limit is the input length + 300.
 """
@@ -33,6 +37,7 @@ from t2t_repro.decode.log_probs import next_token_log_probs
 from t2t_repro.special_tokens import EOS_ID
 
 _OTHER, _OPENER, _CLOSER, _SLOT = 0, 1, 2, 3
+_ORDINARY, _FREE = -1, -2  # a word's tag: one EVALB keeps, or any (else the id of its one tag)
 _IMPOSSIBLE = float("-inf")
 
 
@@ -50,7 +55,36 @@ def source_word_counts(tokens, inputs):
     return tf.reduce_sum(tf.gather(starts, inputs), axis=1)
 
 
-def allowed_tokens(tokens, ids, step, words, max_lengths):
+def source_word_tags(tokens, inputs):
+    """int32 [batch, most words]: what each source word's slot may be: _ORDINARY (a tag EVALB keeps), _FREE (any)
+    or the id of its one tag (a one-piece punctuation word); _ORDINARY past a sentence's words."""
+    starts = tf.cast(_table(tokens.source_vocab_size, tokens.word_starts, [1] * len(tokens.word_starts)), tf.bool)
+    fixed_ids = [source for source, _ in tokens.fixed_tags]
+    fixed = _table(tokens.source_vocab_size, fixed_ids, [slot for _, slot in tokens.fixed_tags], default=_ORDINARY)
+    free = _table(tokens.source_vocab_size, tokens.free_starts + tuple(fixed_ids),
+                  [1] * (len(tokens.free_starts) + len(fixed_ids)))
+    is_start = tf.gather(starts, inputs)
+    # A word is one piece when the next piece starts a word or ends the sentence (EOS, PAD: not word starts).
+    next_is_start = tf.concat([is_start[:, 1:] | (inputs[:, 1:] <= EOS_ID), tf.ones_like(is_start[:, :1])], axis=1)
+    one_piece_fixed = next_is_start & (tf.gather(fixed, inputs) >= 0)
+    tags = tf.where(one_piece_fixed, tf.gather(fixed, inputs),
+                    tf.where(tf.gather(free, inputs) > 0, _FREE, _ORDINARY))
+    return tf.ragged.boolean_mask(tags, is_start).to_tensor(default_value=_ORDINARY)
+
+
+def _slot_tags(tokens, size, word_tags, placed):
+    """bool [rows, size]: the slots the next word (`placed`, per row) may take given its `word_tags` row."""
+    slot_ids = tf.constant(tokens.slots or [-1], tf.int32)
+    kept = tf.constant([slot for slot in tokens.slots if slot not in tokens.punctuation_slots] or [-1], tf.int32)
+    vocabulary = tf.range(size)[tf.newaxis]
+    member = lambda ids: tf.reduce_any(tf.equal(vocabulary[..., tf.newaxis], ids), axis=-1)  # noqa: E731
+    tag = tf.gather(tf.pad(word_tags, [[0, 0], [0, 1]], constant_values=_ORDINARY),
+                    tf.minimum(placed, tf.shape(word_tags)[1]), batch_dims=1)[:, tf.newaxis]
+    own = tf.equal(vocabulary, tag) | (tf.equal(vocabulary, tokens.placeholder) & (tag >= 0))
+    return tf.where(tf.equal(tag, _FREE), member(slot_ids), tf.where(tf.equal(tag, _ORDINARY), member(kept), own))
+
+
+def allowed_tokens(tokens, ids, step, words, max_lengths, word_tags=None):
     """bool [rows, target vocab]: the tokens that may follow each hypothesis (see the module docstring).
 
     Args:
@@ -59,6 +93,8 @@ def allowed_tokens(tokens, ids, step, words, max_lengths):
             step, PAD after.
         step: int32 scalar, the tokens so far.
         words, max_lengths: int32 [rows], each hypothesis' source words and most output tokens.
+        word_tags: int32 [rows, most words], `source_word_tags` of each hypothesis' source; None: any slot for
+            any word.
     """
     size = tokens.target_vocab_size
     roles = _table(size, tokens.openers + tokens.closers + tokens.slots,
@@ -89,6 +125,8 @@ def allowed_tokens(tokens, ids, step, words, max_lengths):
     column = lambda condition: condition[:, tf.newaxis]  # noqa: E731 - per hypothesis, broadcast over tokens
     opener = column((left > 0) & ((depth > 0) | tf.equal(step, 0)) & fits_opener) & tf.equal(token_role, _OPENER)
     slot = column((left > 0) & (depth > 0) & fits_slot) & tf.equal(token_role, _SLOT)
+    if word_tags is not None:
+        slot &= _slot_tags(tokens, size, word_tags, placed)
     closer = (column((depth > 0) & tf.not_equal(last_role, _OPENER) & ((depth > 1) | tf.equal(left, 0)) & fits_closer)
               & tf.equal(vocabulary, innermost_closer[:, tf.newaxis]))
     eos = column(tf.equal(depth, 0) & tf.equal(left, 0) & ((step > 0) | tf.equal(words, 0))) & tf.equal(vocabulary,
@@ -105,13 +143,14 @@ def constrain(symbols_to_logits_fn, sentence_state, tokens, inputs, max_lengths,
     """
     vocab_size = tokens.target_vocab_size
     state = {"model": sentence_state, "words": source_word_counts(tokens, inputs),
-             "max_lengths": tf.convert_to_tensor(max_lengths, tf.int32)}
+             "word_tags": source_word_tags(tokens, inputs), "max_lengths": tf.convert_to_tensor(max_lengths, tf.int32)}
 
     def scoring_fn(ids, step, states, sentences):
         scores, states = symbols_to_logits_fn(ids, step, states, sentences["model"])
         log_probs = scores if normalized else next_token_log_probs(scores, vocab_size)
-        per_row = lambda values: tf.repeat(values, beam_size)  # noqa: E731 - row s * beam + b is sentence s
-        allowed = allowed_tokens(tokens, ids, step, per_row(sentences["words"]), per_row(sentences["max_lengths"]))
+        per_row = lambda values: tf.repeat(values, beam_size, axis=0)  # noqa: E731 - row s * beam + b: sentence s
+        allowed = allowed_tokens(tokens, ids, step, per_row(sentences["words"]), per_row(sentences["max_lengths"]),
+                                 per_row(sentences["word_tags"]))
         return tf.where(allowed, log_probs, _IMPOSSIBLE), states
 
     return scoring_fn, state
