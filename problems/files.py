@@ -29,6 +29,7 @@ from t2t_repro.data import ptb_tree
 from t2t_repro.data.parsing import ParsingProblem
 from t2t_repro.data.problem import SPLITS
 from t2t_repro.data.translation import TranslationProblem
+from t2t_repro.data.vocabulary import MIN_COVERAGE
 from t2t_repro.errors import UserError
 from t2t_repro.evaluate.scorers import BleuScorer, ParseF1Scorer
 from t2t_repro.registry import register_problem
@@ -75,7 +76,7 @@ class SubwordTranslationSettings:
     def __post_init__(self):
         check_fields(self, self.what)
         if self.character_coverage is not None:
-            check_interval(self, self.what, ["character_coverage"], 0, 1, low_open=True, high_open=False)
+            check_interval(self, self.what, ["character_coverage"], MIN_COVERAGE, 1, high_open=False)
         given = [name for name in ("source_vocab_size", "target_vocab_size") if getattr(self, name) is not None]
         if self.shared_vocabulary and given:
             raise UserError(f"{self.what} {given[0]} is for separate vocabularies: add shared_vocabulary=false "

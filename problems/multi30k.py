@@ -55,9 +55,9 @@ def release_file(directory, name):
     UserError when both are."""
     plain = os.path.join(directory, name)
     gzipped = plain + GZIP_SUFFIX
-    if os.path.exists(plain) and os.path.exists(gzipped):
+    if os.path.lexists(plain) and os.path.lexists(gzipped):  # lexists: a broken link is named as such later
         raise UserError(f"{directory} holds both {name} and {name}{GZIP_SUFFIX}; keep one")
-    return gzipped if os.path.exists(gzipped) else plain
+    return gzipped if os.path.lexists(gzipped) else plain
 
 
 class Multi30k(SubwordTranslation):

@@ -37,16 +37,18 @@ def build_once(directory, arguments, write):
     """Returns `directory` after building it once: `write(work)` fills a fresh directory beside it, which is
     renamed into place with a stamp naming `arguments` and a hash of the generators' source code. A directory
     with the same stamp is reused at once; anything else there (an interrupted build, one by older code) is
-    replaced. If another process publishes the same build meanwhile, that one is kept."""
+    replaced; what this project did not make is refused (`safe_write.check_replaceable`). If another process
+    publishes the same build meanwhile, that one is kept."""
     directory = os.path.abspath(os.fspath(directory))
     stamp = f"{arguments} generator={generator_digest()}\n"
     if _read_stamp(directory) == stamp:
         return directory
+    safe_write.check_replaceable(directory, _read_stamp, remedy="name another --tmp_dir")
     work = safe_write.temporary_directory_beside(directory)
     try:
         write(work)
         safe_write.write_file(os.path.join(work, STAMP_FILE), stamp)
-        safe_write.publish_directory(work, directory)
+        safe_write.publish_directory(work, directory, legacy=_read_stamp)
     except OSError:
         if _read_stamp(directory) != stamp:
             raise

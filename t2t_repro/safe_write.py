@@ -11,6 +11,11 @@ one per call), and removed once that process no longer runs.
     work = temporary_directory_beside(final)
     ...fill work...
     publish_directory(work, final)
+
+The one rule where a directory is published: a tool only ever replaces a directory that this project made.
+`publish_directory` leaves a marker file (`MARKER_FILE`) in every directory it publishes, and refuses to replace
+anything else at that path (a user's file, folder or link, or a directory a tool is reading), before deleting
+anything: `check_replaceable` says so in one line, and tools call it before they start writing too.
 """
 
 import contextlib
@@ -21,6 +26,9 @@ import socket
 import tempfile
 
 from t2t_repro.errors import UserError
+
+# Left in every directory `publish_directory` publishes: what recognises it as this project's to replace.
+MARKER_FILE = ".t2t-repro-made"
 
 
 def process_alive(pid):
@@ -78,8 +86,8 @@ def write_json(path, value):
 @contextlib.contextmanager
 def removed_if_left_empty(directory):
     """On a failure inside the block, removes the directories of `directory`'s path that the block created, when
-    it left nothing in them but empty directories: a failed command leaves no empty directory behind (and
-    removes nothing it did not make)."""
+    it left nothing in them but empty directories (or `make_directory`'s marker): a failed command leaves no empty
+    directory behind (and removes nothing it did not make)."""
     new = None  # the outermost directory of `directory`'s path that does not exist yet
     path = os.path.abspath(directory)
     while not os.path.lexists(path):
@@ -88,8 +96,10 @@ def removed_if_left_empty(directory):
         yield
     except BaseException:
         if new is not None and os.path.isdir(new):
-            for parent, _, _ in sorted(os.walk(new), key=lambda entry: -len(entry[0])):
+            for parent, _, names in sorted(os.walk(new), key=lambda entry: -len(entry[0])):
                 with contextlib.suppress(OSError):  # not empty: kept
+                    if names == [MARKER_FILE]:  # marked by `make_directory`, nothing else written
+                        os.remove(os.path.join(parent, MARKER_FILE))
                     os.rmdir(parent)
         raise
 
@@ -109,6 +119,21 @@ def check_not_overwriting(output, inputs):
         if path is not None and same_file(output, path):
             raise UserError(f"{output} is also {role}: writing it would replace what is read; name another file "
                             "to write")
+
+
+def check_writable(path, flag):
+    """UserError, before any work, when the file `path` (named by `flag`) could not be written as `replacing`
+    writes it: a directory there, or a directory to write in that is missing or refuses a new file (tried)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise UserError(f"{flag}={path} is a directory; name a file to write")
+    if not os.path.isdir(directory):
+        raise UserError(f"{flag}={path}: directory {directory} does not exist")
+    try:
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=f".{os.path.basename(path)}.probe-"):
+            pass
+    except OSError as error:
+        raise UserError(f"{flag}={path}: cannot write in {directory} ({error.strerror})") from None
 
 
 def _owner_tag():
@@ -159,16 +184,77 @@ def unique_directory_in(parent, prefix):
     return tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent)
 
 
-def publish_directory(work, final, aside_prefix=None):
+def made_here(path, legacy=None):
+    """True when `path` is a directory this project published: it holds MARKER_FILE, or (directories published
+    before the marker existed) `legacy(path)` recognises it by its own metadata."""
+    if os.path.islink(path) or not os.path.isdir(path):
+        return False
+    return os.path.isfile(os.path.join(path, MARKER_FILE)) or bool(legacy and legacy(path))
+
+
+def _inside(path, directory):
+    """True when `path` is `directory` or lies inside it, symbolic links resolved."""
+    path, directory = os.path.realpath(path), os.path.realpath(directory)
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def check_replaceable(path, legacy=None, reading=None, remedy="name another place to write"):
+    """The rule of every tool that publishes a directory: UserError, before anything is written or deleted,
+    unless `path` is absent, an empty directory (nothing would be lost) or a directory this project made
+    (`made_here`), and holds none of the paths it reads (`reading`, {flag or role: path}, None skipped)."""
+    path = os.fspath(path)
+    for role, read in (reading or {}).items():
+        if read and os.path.lexists(path) and _inside(read, path):
+            raise UserError(f"{path} would be replaced, but it holds {role} {read}, which is being read; nothing "
+                            f"was written: {remedy}")
+    if not os.path.lexists(path):
+        return
+    if os.path.islink(path):
+        found = "a symbolic link"
+    elif not os.path.isdir(path):
+        found = "a file"
+    elif not os.listdir(path) or made_here(path, legacy):
+        return
+    else:
+        found = f"a directory that t2t-repro did not make (no {MARKER_FILE} in it)"
+    raise UserError(f"{path} is {found}; it is left as it is and nothing was written: {remedy}, or move it away")
+
+
+def _mark(directory):
+    marker = os.path.join(directory, MARKER_FILE)
+    if not os.path.exists(marker):
+        write_file(marker, "made by t2t-repro: its tools may replace this directory\n")
+
+
+def make_directory(path, remedy="name another directory"):
+    """Creates the directory `path` (and its parents) for a tool's output, or takes the one there under the rule
+    of `check_replaceable`, and marks it as this project's, so that a later run may replace what is in it."""
+    check_replaceable(path, remedy=remedy)
+    os.makedirs(path, exist_ok=True)
+    _mark(path)
+
+
+def remove_directory(path, legacy=None, remedy="name another directory"):
+    """Removes the directory `path` if there is one, under the rule of `check_replaceable`."""
+    check_replaceable(path, legacy, remedy=remedy)
+    remove(path)
+
+
+def publish_directory(work, final, aside_prefix=None, legacy=None):
     """Renames the finished directory `work` to `final`, so that `final` is the old directory or the new one.
 
-    An existing `final` is first renamed aside, to `aside_prefix<host>-<pid>` (default `.<name>.replaced-`)
-    beside it, and removed after the switch: `final` is absent only for an instant, or after a crash in between.
-    When the switch fails (OSError), the old directory is put back unless another process published one."""
+    `work` gets this project's marker first; an existing `final` must be replaceable (`check_replaceable`, with
+    `legacy` recognising directories of this project made before the marker): anything else there is a
+    UserError and stays. An existing `final` is renamed aside, to `aside_prefix<host>-<pid>` (default
+    `.<name>.replaced-`) beside it, and removed after the switch: `final` is absent only for an instant, or after
+    a crash in between. When the switch fails (OSError), the old directory is put back unless another process
+    published one."""
     final = os.path.abspath(final)
+    _mark(work)
     if not os.path.lexists(final):
         os.rename(work, final)
         return
+    check_replaceable(final, legacy)
     parent, name = os.path.split(final)
     aside = os.path.join(parent, (aside_prefix or f".{name}.replaced-") + _owner_tag())
     remove(aside)

@@ -10,6 +10,7 @@ import sys
 import pytest
 import tensorflow as tf
 
+from t2t_repro import safe_write
 from t2t_repro.cli import datagen
 from t2t_repro.data import records
 from t2t_repro.errors import UserError
@@ -53,6 +54,7 @@ def test_interrupted_run_is_detected_and_redone(tmp_path, manual_dir):
     data_dir = tmp_path / "data"
     partial = data_dir / "wmt_ende"
     partial.mkdir(parents=True)
+    (partial / safe_write.MARKER_FILE).write_text("")  # a directory of its own that lost its data
     (partial / "vocab.model").write_bytes(b"half a model")
     (partial / "train-00000-of-00032.tfrecord").write_bytes(b"\x00" * 10)
     pid_beyond_linux_pid_max = 4_194_305  # a crashed run's process: never alive

@@ -163,6 +163,17 @@ def _empty_gzip(name):
     return lambda directory: (directory / name).write_bytes(gzip.compress(b""))
 
 
+def _old_mac_line_ends(name):
+    return lambda directory: (directory / name).write_bytes((directory / name).read_bytes().replace(b"\n", b"\r"))
+
+
+def _dangling_link(name):
+    def damage(directory):
+        (directory / name).unlink()
+        (directory / name).symlink_to(directory / "moved" / name)
+    return damage
+
+
 def _also_plain(name):
     return lambda directory: (directory / name).write_text("a line\n", encoding="utf-8")
 
@@ -180,6 +191,9 @@ def _also_plain(name):
     (_empty_gzip("test_2016_flickr.en.gz"), "", "test_2016_flickr.en.gz is empty; problem multi30k_ende needs "
                                                 "sentences in every split"),
     (_also_plain("train.en"), "", "holds both train.en and train.en.gz; keep one"),
+    (_old_mac_line_ends("val.de"), "", "val.de: lines end in a carriage return alone (old Mac line ends), which "
+                                       "would read as one line; convert them to \\n"),
+    (_dangling_link("val.en"), "", "val.en is a symbolic link to {M}/moved/val.en, which does not exist;"),
     (None, "test_set=test_2019", "test_set='test_2019': must be one of test_2016_flickr, test_2017_flickr"),
 ])
 def test_a_bad_release_is_refused_in_one_line_and_nothing_is_written(tmp_path, damage, overrides, message):

@@ -75,11 +75,12 @@ def test_publish_directory_replaces_an_existing_one(tmp_path):
     final = tmp_path / "data"
     final.mkdir()
     (final / "old").write_text("old")
+    (final / safe_write.MARKER_FILE).write_text("")  # one this project made (others: test_publishing.py)
     work = safe_write.temporary_directory_beside(final)
     with open(os.path.join(work, "new"), "w") as f:
         f.write("new")
     safe_write.publish_directory(work, final)
-    assert os.listdir(final) == ["new"] and os.listdir(tmp_path) == ["data"]
+    assert sorted(os.listdir(final)) == [safe_write.MARKER_FILE, "new"] and os.listdir(tmp_path) == ["data"]
     work = safe_write.temporary_directory_beside(tmp_path / "fresh")
     safe_write.publish_directory(work, tmp_path / "fresh")
     assert sorted(os.listdir(tmp_path)) == ["data", "fresh"]

@@ -53,7 +53,7 @@ def test_attention_png_per_kind_layer_and_head(trained_run, tmp_path, maps):
         for layer in range(1, hparams.num_layers + 1)
         for suffix in [f"head{head}" for head in range(1, hparams.num_heads + 1)] + ["heads"]
     }
-    written = {path.name for path in out.iterdir()}
+    written = {path.name for path in out.glob("*.png")}
     assert written == expected
     for name in written:
         _assert_png(out / name)
@@ -63,7 +63,7 @@ def test_layer_flag_restricts_the_maps_and_checks_its_range(trained_run, tmp_pat
     out = tmp_path / "one_layer"
     assert _visualize(f"--output_dir={trained_run}", f"--sentence={SENTENCE}", f"--out={out}", "--layer=1",
                       "--beam_size=1") == 0
-    assert all("_layer1_" in path.name for path in out.iterdir())
+    assert all("_layer1_" in path.name for path in out.glob("*.png"))
     capsys.readouterr()
     assert _visualize(f"--output_dir={trained_run}", f"--sentence={SENTENCE}", f"--out={out}", "--layer=7") == 2
     assert "numbered 1 to" in capsys.readouterr().err
@@ -77,7 +77,7 @@ def test_curves_come_from_the_runs_logs(trained_run, tmp_path):
     assert all(value > 0 for _, value in scalars["learning_rate"])
     out = tmp_path / "curves"
     assert _visualize(f"--output_dir={trained_run}", "--curves", f"--out={out}") == 0
-    written = sorted(path.name for path in out.iterdir())
+    written = sorted(path.name for path in out.glob("*.png"))
     assert written == ["dev_bleu.png", "dev_perplexity.png", "learning_rate.png", "loss.png", "throughput.png"]
     for name in written:
         _assert_png(out / name)

@@ -129,6 +129,8 @@ def test_a_restart_resumes_the_warm_started_run_and_keeps_its_choice(parent, tin
      "train_steps=8 is not beyond step 8 of {parent}/checkpoints/ckpt-8"),
     (["--warm_start_from={parent}", "--reset=weights"], "--reset=weights: unknown weights"),
     (["--reset=optimizer"], "--reset says what a warm start resets: give --warm_start_from=RUN too"),
+    (["--warm_start_from="], "--warm_start_from is empty: give the run to start from"),
+    (["--warm_start_from={damaged}:ckpt-8"], "{damaged}/checkpoints/ckpt-8"),
 ])
 def test_a_warm_start_that_cannot_be_is_refused_in_one_line_and_writes_nothing(
         parent, tiny_data_dir, tmp_path, flags, message):
@@ -140,6 +142,13 @@ def test_a_warm_start_that_cannot_be_is_refused_in_one_line_and_writes_nothing(
         (weights_only / "hparams.json").write_text((parent / "hparams.json").read_text())
         tf.train.Checkpoint(model=_model_of(parent)).write(str(weights_only / "checkpoints" / "ckpt-8"))
         names["parent"] = weights_only
+    if "{damaged}" in flags[0]:  # a parent whose weights lost a byte: refused before the run is written
+        names["damaged"] = copy_run(parent, tmp_path / "damaged")
+        tf.train.Checkpoint(model=_model_of(parent)).write(str(names["damaged"] / "checkpoints" / "ckpt-8"))
+        data_file = next((names["damaged"] / "checkpoints").glob("ckpt-8.data-*"))
+        damaged = bytearray(data_file.read_bytes())
+        damaged[len(damaged) // 2] ^= 0xFF
+        data_file.write_bytes(bytes(damaged))
     flags = [flag.format(**names) for flag in flags]
     overrides = [flag for flag in flags if flag.startswith("--hparams_overrides")]
     base = [flag for flag in TINY_RUN_FLAGS if not (overrides and flag.startswith("--hparams_overrides"))]
@@ -149,6 +158,33 @@ def test_a_warm_start_that_cannot_be_is_refused_in_one_line_and_writes_nothing(
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
     assert message.format(**names) in result.stderr
     assert not output_dir.exists()
+
+
+def test_a_restart_takes_its_parent_under_another_path_but_never_a_changed_parent(parent, tiny_data_dir, tmp_path):
+    """The parent is recorded by its checkpoint's sha256: a restart that has no checkpoint of its own yet (killed
+    before its first) refuses a parent checkpoint rewritten since; the same parent named through a symbolic link
+    is the same run."""
+    own_parent = copy_run(parent, tmp_path / "parent")
+    child = tmp_path / "child"
+    _train(tiny_data_dir, child, "--train_steps=10", f"--warm_start_from={own_parent}:ckpt-8", "--reset=optimizer")
+    record = json.loads((child / "run.json").read_text())["warm_start"]
+    assert len(record["checkpoint_sha256"]) == 64
+    link = tmp_path / "parent_link"
+    link.symlink_to(own_parent)
+    for checkpoint_file in (child / "checkpoints").iterdir():  # as if killed before its first checkpoint
+        checkpoint_file.unlink()
+    resumed = _train(tiny_data_dir, child, "--train_steps=10", f"--warm_start_from={link}:ckpt-8",
+                     "--reset=optimizer")
+    assert "warm start from" in resumed
+    for checkpoint_file in (child / "checkpoints").iterdir():
+        checkpoint_file.unlink()
+    for name in ("index", "data-00000-of-00001"):  # the parent's ckpt-8 rewritten with its ckpt-6
+        os.replace(own_parent / "checkpoints" / f"ckpt-6.{name}", own_parent / "checkpoints" / f"ckpt-8.{name}")
+    refused = run_cli_in_process("trainer", *TINY_RUN_FLAGS, *QUIET_END, "--train_steps=10",
+                                 f"--data_dir={tiny_data_dir}", f"--output_dir={child}")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stdout + refused.stderr
+    assert f"{own_parent}/checkpoints/ckpt-8 has changed since this run began from it" in refused.stderr
+    assert not list((child / "checkpoints").glob("ckpt-*"))
 
 
 def _model_of(run):
@@ -235,7 +271,14 @@ class InDomainEnde(TranslationProblem):
 def test_multi30k_and_a_users_problem_encode_their_data_with_the_parents_vocabulary(parent, tmp_path):
     recorded = json.loads((parent / "run.json").read_text())["vocabulary_sha256"]
     release = write_parallel_corpus(tmp_path / "release", sizes=(("train", 40), ("val", 4), ("test_2016_flickr", 4)))
-    result = run_cli_in_process("datagen", "--problem=multi30k_ende", f"--problem_overrides=vocab_from={parent}",
+    refused = run_cli_in_process("datagen", "--problem=multi30k_ende", f"--problem_overrides=vocab_from={parent}",
+                                 f"--manual_dir={release}", f"--data_dir={tmp_path / 'data'}")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1  # a vocabulary for each side is its default
+    assert (f"vocab_from={parent} has one shared vocabulary, but shared_vocabulary=false asks for one per side: add "
+            "shared_vocabulary=true") in refused.stderr
+    assert not (tmp_path / "data").exists()
+    result = run_cli_in_process("datagen", "--problem=multi30k_ende",
+                                f"--problem_overrides=vocab_from={parent},shared_vocabulary=true",
                                 f"--manual_dir={release}", f"--data_dir={tmp_path / 'data'}")
     assert result.returncode == 0, result.stderr
     usr_dir = tmp_path / "usr"

@@ -184,7 +184,7 @@ def _user_code_message(error):
 
 def run_main(main, argv=None):
     """Runs `main(argv)`; a UserError (or bad flags) ends in one line on stderr and exit status 2, and so does
-    an exception raised by the code of a user directory (`--t2t_usr_dir`)."""
+    an exception raised, or a sys.exit called, by the code of a user directory (`--t2t_usr_dir`)."""
     prog = os.path.basename(sys.argv[0]) or "t2t-repro"
     try:
         return main(argv)
@@ -197,8 +197,8 @@ def run_main(main, argv=None):
     except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except Exception as error:  # last: the clauses above handle their own kinds
-        message = _user_code_message(error)
+    except (Exception, SystemExit) as error:  # last: the clauses above handle their own kinds
+        message = _user_code_message(error)  # a user's sys.exit too: it would end the tool without a word
         if message is None:
             raise
         print(f"{prog}: error: {message}", file=sys.stderr)

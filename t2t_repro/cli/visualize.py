@@ -21,13 +21,14 @@ from t2t_repro.cli.common import (
 )
 from t2t_repro.decode_settings import DecodeSettings
 from t2t_repro.errors import UserError
-from t2t_repro.safe_write import removed_if_left_empty
+from t2t_repro.safe_write import make_directory, removed_if_left_empty
 
 
 def build_parser():
     parser = ArgumentParser(prog="t2t-repro-visualize", description=__doc__.splitlines()[0])
     parser.add_argument("--output_dir", required=True, help="the training run's output_dir")
-    parser.add_argument("--out", required=True, help="directory for the PNG files (created if missing)")
+    parser.add_argument("--out", required=True, help="directory for the PNG files: a new or empty one, or one this tool wrote before "
+                        "(created if missing)")
     parser.add_argument("--sentence", help="source sentence whose attention to draw")
     parser.add_argument("--layer", type=int, action="append",
                         help="layer to draw, numbered from 1; repeatable (default: every layer)")
@@ -39,9 +40,10 @@ def build_parser():
 
 
 def prepare_out_dir(path):
-    """Creates `path` if needed; a directory that cannot be created or written to is a UserError."""
+    """Creates `path` if needed, marked as made by this project; a directory that cannot be created or written to,
+    or one holding files that this project did not make, is a UserError (its PNG files would replace them)."""
     try:
-        os.makedirs(path, exist_ok=True)
+        make_directory(path, remedy="name an empty or new --out directory")
     except OSError as error:
         raise UserError(f"--out={path}: cannot create the directory ({error.strerror})") from None
     if not os.access(path, os.W_OK | os.X_OK):

@@ -51,6 +51,17 @@ def is_empty(path):
         return not source.read(1)
 
 
+def check_line_ends(path, sample_bytes=1 << 16):
+    """UserError when the file's first `sample_bytes` hold carriage returns and no newline: old-Mac line ends
+    ("\\r" alone), which `text_lines` would read as one long line (it ends lines at "\\n" only, so that a stray
+    "\\r" inside a sentence never splits it)."""
+    with _binary(path) as source:
+        start = source.read(sample_bytes)
+    if b"\r" in start and b"\n" not in start:
+        raise UserError(f"{path}: lines end in a carriage return alone (old Mac line ends), which would read as one "
+                        "line; convert them to \\n (e.g. `tr '\\r' '\\n'`)")
+
+
 def text_lines(path):
     """The lines of a UTF-8 file without their line ends and without a leading byte order mark; only "\\n" (or
     "\\r\\n") ends a line; a `.gz` file is decompressed. Bytes that are not UTF-8 (binary data, another

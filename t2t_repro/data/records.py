@@ -112,6 +112,19 @@ def read_metadata(directory):
     return metadata
 
 
+def made_by_datagen(directory):
+    """True when `directory` holds data this project's datagen made, recognised by its metadata (`safe_write`'s
+    rule, for data published before its marker file existed)."""
+    return read_metadata(directory) is not None
+
+
+def check_replaceable(final_directory, reading=None):
+    """UserError, before anything is written, when datagen may not publish at `final_directory`: something
+    there that it did not make, or a directory it is reading (`reading`: {flag: path})."""
+    safe_write.check_replaceable(final_directory, made_by_datagen, reading,
+                                 remedy="name another --data_dir (the problem's data goes to DATA_DIR/<problem>)")
+
+
 def is_complete(directory, verify_checksums=False, data_version=None):
     """True when `directory` has valid metadata and every file it lists, of the recorded size
     (and, with `verify_checksums`, the recorded sha256; with `data_version`, made by that version of the code)."""
@@ -151,7 +164,7 @@ def publish(work_directory_path, final_directory, data_version=None):
         safe_write.remove(work_directory_path)
         return False
     try:
-        safe_write.publish_directory(work_directory_path, final_directory)
+        safe_write.publish_directory(work_directory_path, final_directory, legacy=made_by_datagen)
     except OSError:
         if not is_complete(final_directory, verify_checksums=True, data_version=data_version):
             raise

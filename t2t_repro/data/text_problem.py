@@ -183,7 +183,7 @@ class TextPairProblem(Problem):
             raise UserError(f"{directory} holds data of problem {self.name} made with other problem settings "
                             f"({differences}); {remedy}")
         made_from = metadata.get("manual_dir")
-        if manual_dir and made_from and os.path.abspath(manual_dir) != made_from:
+        if manual_dir and made_from and not safe_write.same_file(manual_dir, made_from):
             raise UserError(f"{directory} holds data of problem {self.name} made from --manual_dir={made_from}, not "
                             f"{os.path.abspath(manual_dir)}; {remedy}")
         change = manual_dir and made_from and source_fingerprint.first_change(metadata.get("source_files", {}),
@@ -233,9 +233,11 @@ class TextPairProblem(Problem):
         for side in self.vocabulary_sides():
             vocabulary_module.check_vocab_size(self.requested_vocab_size(side), len(self.vocab_user_symbols()),
                                                self.vocab_size_setting(side))
+            vocabulary_module.check_character_coverage(self.vocabulary_coverage(side))
         self.check_existing_data(data_dir, manual_dir)
         if records.is_complete(final_dir, verify_checksums=True, data_version=version):
             return self._summary(records.read_metadata(final_dir), final_dir, True, time.perf_counter() - start)
+        records.check_replaceable(final_dir, {"--manual_dir": manual_dir, "--tmp_dir": tmp_dir})
         self.check_raw_data(tmp_dir, manual_dir)
         try:
             work_dir = records.work_directory(final_dir)

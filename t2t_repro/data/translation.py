@@ -14,7 +14,9 @@ import os
 
 import tensorflow_datasets as tfds
 
-from t2t_repro.data.parallel_files import SGML_SUFFIX, check_aligned, is_empty, read_pairs, split_files
+from t2t_repro.data.parallel_files import (
+    SGML_SUFFIX, check_aligned, check_line_ends, is_empty, read_pairs, split_files,
+)
 from t2t_repro.data.problem import SPLITS
 from t2t_repro.data.text_problem import TextPairProblem
 from t2t_repro.decode_settings import TRANSLATION_DECODE_SETTINGS
@@ -88,6 +90,10 @@ class TranslationProblem(TextPairProblem):
         if directories:
             raise UserError(f"{directories[0]} is a directory, not a text file; problem {self.name} expects "
                             f"{self.expected_files_note()} in {text_dir}")
+        dangling = [path for path in files if os.path.islink(path) and not os.path.exists(path)]
+        if dangling:
+            raise UserError(f"{dangling[0]} is a symbolic link to {os.readlink(dangling[0])}, which does not exist; "
+                            f"problem {self.name} expects {self.expected_files_note()} in {text_dir}")
         missing = [path for path in files if not os.path.isfile(path)]
         if missing:
             raise UserError(f"{text_dir} lacks {', '.join(os.path.basename(path) for path in missing)}; problem "
@@ -98,6 +104,9 @@ class TranslationProblem(TextPairProblem):
                 f"{', '.join(empty)} {'is' if len(empty) == 1 else 'are'} empty; problem {self.name} needs "
                 "sentences in every split (train, dev, test)"
             )
+        for path in files:
+            if not path.endswith(SGML_SUFFIX):
+                check_line_ends(path)
 
     def raw_pairs(self, split, tmp_dir, manual_dir):
         text_dir = self.raw_text_dir(tmp_dir, manual_dir)

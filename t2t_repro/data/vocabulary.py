@@ -143,6 +143,14 @@ class Vocabularies:
 RICH_SCRIPT_LANGUAGES = ("zh", "ja", "ko")
 RICH_SCRIPT_COVERAGE = 0.9995
 DEFAULT_COVERAGE = 0.9999
+MIN_COVERAGE = 0.98  # SentencePiece's trainer refuses less (trainer_interface.cc)
+
+
+def check_character_coverage(coverage, name="character_coverage"):
+    """UserError for a character_coverage SentencePiece's trainer refuses (outside [MIN_COVERAGE, 1])."""
+    if not MIN_COVERAGE <= coverage <= 1:
+        raise UserError(f"{name}={coverage} is outside [{MIN_COVERAGE}, 1], which SentencePiece accepts; 0.9999 "
+                        "suits most languages, 0.9995 rich scripts such as Chinese or Japanese")
 
 
 def default_character_coverage(languages):

@@ -54,11 +54,19 @@ def _generate(problem, data_dir, tmp_dir, manual_dir, options, vocabulary_sha256
 
 def _reused_vocabulary(problem):
     """The `Vocabularies` of the run the problem's vocab_from setting names, read and checked as a decoder would;
-    UserError when it names no run."""
+    UserError when it names no run, or one whose vocabulary is shared where the problem asks for one per side (or
+    the reverse): the data would be recorded as what it is not."""
     run = problem.vocab_from
     RunLayout(run).check_is_run(f"problem {problem.name}: vocab_from={run}",
                                 "; give the --output_dir of the run whose vocabulary the data should share")
-    return run_vocabulary(run)[2]
+    vocabularies = run_vocabulary(run)[2]
+    if vocabularies.shared != problem.shared_vocabulary:
+        has, asked = (("one shared vocabulary", "one per side") if vocabularies.shared else
+                      ("a vocabulary per side", "one shared vocabulary"))
+        raise UserError(f"problem {problem.name}: vocab_from={run} has {has}, but shared_vocabulary="
+                        f"{str(problem.shared_vocabulary).lower()} asks for {asked}: add shared_vocabulary="
+                        f"{str(vocabularies.shared).lower()} to --problem_overrides to encode with it")
+    return vocabularies
 
 
 def _is_data_write_failure(error, data_dir):

@@ -3,6 +3,7 @@
 import dataclasses
 
 from t2t_repro import catalog
+from t2t_repro.decode.beam_memory import check_beam_fits
 from t2t_repro.hparams_type import HParams
 from t2t_repro.model import build_transformer, half_precision_weights
 from t2t_repro.run.checkpoint_choice import prefix_step, restore_checkpoint
@@ -31,12 +32,15 @@ class LoadedRun:
     def decode_settings(self, **flags):
         """The problem's decoding defaults with the run's max_length as the longest source, then `flags`
         (None values: not given) on top."""
-        return run_decode_settings(self.problem, self.hparams, **flags)
+        return run_decode_settings(self.problem, self.hparams, self.vocabularies, **flags)
 
 
-def run_decode_settings(problem, hparams, **flags):
-    """`LoadedRun.decode_settings` of a run's problem and hparams: flags that do not fit are refused (UserError)."""
-    return problem.decode_settings.override(max_input_length=hparams.max_length).override(**flags)
+def run_decode_settings(problem, hparams, vocabularies, **flags):
+    """`LoadedRun.decode_settings` of a run's problem, hparams and vocabularies: flags that do not fit are refused
+    (UserError), a beam too wide for the machine's memory too."""
+    settings = problem.decode_settings.override(max_input_length=hparams.max_length).override(**flags)
+    check_beam_fits(settings, hparams, vocabularies.target.vocab_size)
+    return settings
 
 
 def check_decode_flags(output_dir, usr_dir=None, **flags):
@@ -45,7 +49,8 @@ def check_decode_flags(output_dir, usr_dir=None, **flags):
     layout = RunLayout(output_dir)
     info = layout.load_info()
     import_run_code(info, usr_dir)
-    run_decode_settings(run_problem(info), layout.load_hparams(), **flags)
+    problem = run_problem(info)
+    run_decode_settings(problem, layout.load_hparams(), problem.vocabularies(info.data_dir), **flags)
 
 
 def run_problem(info):

@@ -28,7 +28,7 @@ from t2t_repro.decode.interactive import decode_interactively
 from t2t_repro.decode.score_text import corpus_total, format_scores, score_text_files
 from t2t_repro.errors import UserError
 from t2t_repro.run.user_code import import_recorded
-from t2t_repro.safe_write import check_not_overwriting
+from t2t_repro.safe_write import check_not_overwriting, check_writable
 
 logger = logging.getLogger(__name__)
 
@@ -69,12 +69,10 @@ class TextScorer:
 
 
 def check_file_paths(source_path, target_path):
-    """UserError for a source file that does not exist, a target in a directory that does not, or a target that
-    is the source itself."""
+    """UserError for a source file that does not exist, a target that cannot be written (a directory, in a
+    directory that does not exist or refuses new files), or a target that is the source itself."""
     _check_input_file(source_path)
-    target_dir = os.path.dirname(os.path.abspath(target_path))
-    if not os.path.isdir(target_dir):
-        raise UserError(f"{target_path}: directory {target_dir} does not exist")
+    check_writable(target_path, "--decode_to_file")
     check_not_overwriting(target_path, {"--decode_from_file": source_path})
 
 

@@ -9,17 +9,20 @@ hparams that change no weight's shape (dropout, learning rate, label smoothing, 
 vocabulary must be the parent's (its sha256), which data encoded with the parent's vocabulary (the problem
 setting vocab_from) has. What is taken and what is reset is `t2t_repro.train.warm_start.WarmStart`'s.
 
-The choice is recorded in run.json (`warm_start`): a restart of the run resumes its own checkpoints and keeps
-the recorded counts; a restart may repeat the flags, not change them.
+The choice is recorded in run.json (`warm_start`), with the sha256 of the parent's checkpoint: a restart of the
+run resumes its own checkpoints and keeps the recorded counts, and one that has none yet refuses a parent
+checkpoint that changed since; a restart may repeat the flags (the same run under another path too), not change
+them.
 """
 
 import os
 
 from t2t_repro.errors import UserError
+from t2t_repro.safe_write import same_file
 from t2t_repro.run.checkpoint_choice import find_checkpoint, prefix_step
 from t2t_repro.run.layout import RunLayout, vocabulary_sha256
 from t2t_repro.run.restore import run_vocabulary
-from t2t_repro.train.warm_start import RESETS, WarmStart, check_warm_start
+from t2t_repro.train.warm_start import RESETS, WarmStart, check_warm_start, checkpoint_sha256
 
 FLAG = "--warm_start_from"
 # The hparams that give the weights their shapes (or their number): a checkpoint fits only a model of the same.
@@ -57,6 +60,9 @@ def plan_warm_start(config, hparams, info, recorded, environment):
     `environment` the trainer's. A restart takes its recorded choice; flags that ask for another one are
     refused, and so is a warm start asked of a run that began from random weights. Checks the parent run, its
     checkpoint and architecture, and writes nothing."""
+    if config.warm_start_from is not None and not config.warm_start_from.strip():
+        raise UserError(f"{FLAG} is empty: give the run to start from (RUN or RUN:checkpoint), or drop the flag to "
+                        "start from random weights")
     run_dir, which = split_spec(config.warm_start_from or "")
     if run_dir and os.path.exists(run_dir) and os.path.exists(config.output_dir) \
             and os.path.samefile(run_dir, config.output_dir):
@@ -87,10 +93,11 @@ def plan_warm_start(config, hparams, info, recorded, environment):
         and all(getattr(parent_hparams, key) == getattr(hparams, key) for key in INPUT_KEYS)
         and all(parent_info.environment.get(key) == environment.get(key) for key in ("devices", "micro_batch_tokens"))
     )
-    warm = WarmStart(prefix, step, reset, same_input)
-    check_warm_start(warm)
+    check_warm_start(WarmStart(prefix, step, reset, same_input))
+    warm = WarmStart(prefix, step, reset, same_input, checkpoint_sha256(prefix))
     record = {"run": os.path.abspath(run_dir), "checkpoint": prefix, "step": step, "reset": sorted(reset),
-              "same_input": same_input, "vocabulary_sha256": _parent_vocabulary(run_dir, parent_info)}
+              "same_input": same_input, "vocabulary_sha256": _parent_vocabulary(run_dir, parent_info),
+              "checkpoint_sha256": warm.sha256}
     return warm, record
 
 
@@ -100,12 +107,13 @@ def _restart(config, recorded):
     if not record:
         raise UserError(f"{config.output_dir} holds a run that started from random weights; {FLAG} starts a new "
                         "run: give it another --output_dir")
-    asked = config.warm_start_from and os.path.abspath(split_spec(config.warm_start_from)[0]) != record["run"]
+    asked = config.warm_start_from and not same_file(split_spec(config.warm_start_from)[0], record["run"])
     if asked or (config.reset is not None and sorted(parse_reset(config.reset)) != record["reset"]):
         raise UserError(f"{config.output_dir} is a run warm-started from {record['checkpoint']} with --reset="
                         f"{','.join(record['reset'])}; a restart resumes it as it began: drop {FLAG} and --reset, "
                         "or give a new --output_dir")
-    warm = WarmStart(record["checkpoint"], record["step"], frozenset(record["reset"]), record["same_input"])
+    warm = WarmStart(record["checkpoint"], record["step"], frozenset(record["reset"]), record["same_input"],
+                     record.get("checkpoint_sha256"))  # runs recorded before it was: not checked
     return warm, record
 
 

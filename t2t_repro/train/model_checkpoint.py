@@ -37,11 +37,12 @@ def repair_interrupted_swap(final):
 
 def publish_model_checkpoint(model, directory, step, json_files=None):
     """Writes the weights of `model` as `directory`/ckpt-`step` with the JSON files `json_files` ({name:
-    value}) beside them, replacing `directory` as a whole; returns the checkpoint prefix. A failed write is a
-    UserError and leaves what was there as it was."""
+    value}) beside them, replacing `directory` as a whole (only one this project made: `safe_write`'s rule);
+    returns the checkpoint prefix. A failed write is a UserError and leaves what was there as it was."""
     final = os.fspath(directory)
     new_prefix, old_prefix = _prefixes(final)
     work = None
+    safe_write.check_replaceable(final, tf.train.latest_checkpoint, remedy="name another --output_dir")
     try:
         repair_interrupted_swap(final)
         work = safe_write.temporary_directory_beside(final, new_prefix)
@@ -50,7 +51,7 @@ def publish_model_checkpoint(model, directory, step, json_files=None):
         tf.train.CheckpointManager(tf.train.Checkpoint(model=model), work, max_to_keep=1).save(checkpoint_number=step)
         for name, value in (json_files or {}).items():
             safe_write.write_json(os.path.join(work, name), value)
-        safe_write.publish_directory(work, final, old_prefix)
+        safe_write.publish_directory(work, final, old_prefix, legacy=tf.train.latest_checkpoint)
     except (tf.errors.OpError, OSError) as error:
         raise UserError(f"could not write {final} ({first_line(error)}); what was there is left as it was") from None
     finally:

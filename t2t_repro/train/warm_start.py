@@ -23,6 +23,9 @@ offsets (`schedule_offset`, `adam_offset`) that make each count from where its r
 """
 
 import dataclasses
+import glob
+import hashlib
+import os
 
 import tensorflow as tf
 
@@ -42,12 +45,14 @@ class WarmStart:
         reset: the names of RESETS that start afresh.
         same_input: whether the run reads the parent's train data in the parent's batches, so that a kept step
             count goes on from the parent's input position.
+        sha256: the checkpoint's content when the run began from it (`checkpoint_sha256`); None: not checked.
     """
 
     prefix: str
     step: int
     reset: frozenset = frozenset(RESETS)
     same_input: bool = False
+    sha256: str | None = None
 
     def __post_init__(self):
         unknown = sorted(set(self.reset) - set(RESETS))
@@ -98,9 +103,40 @@ def _taken(warm, state, checkpoint_names):
     return taken
 
 
+def checkpoint_files(prefix):
+    """The files of the checkpoint `prefix`: its index and data shards, in name order."""
+    pattern = glob.escape(os.fspath(prefix))
+    return sorted(glob.glob(pattern + ".index") + glob.glob(pattern + ".data-*-of-*"))
+
+
+def checkpoint_sha256(prefix):
+    """The sha256 of the checkpoint's files (names and bytes): a run records its parent's, so that a parent
+    checkpoint rewritten later is noticed instead of taken."""
+    digest = hashlib.sha256()
+    for path in checkpoint_files(prefix):
+        digest.update(os.path.basename(path).encode("utf-8") + b"\0")
+        with open(path, "rb") as source:
+            for block in iter(lambda: source.read(1 << 24), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def _read_every_tensor(prefix):
+    """Reads each value of the checkpoint, so that damaged data (its checksums) is a UserError now, before a
+    run is written, rather than when the run restores it."""
+    reader = checkpoint_reader(prefix)
+    try:
+        for name, dtype in reader.get_variable_to_dtype_map().items():
+            if dtype != tf.variant:  # the input pipeline's state: no array to read back
+                reader.get_tensor(name)
+    except RESTORE_ERRORS as error:
+        raise restore_error(prefix, error, "cannot be read") from None
+
+
 def check_warm_start(warm):
-    """UserError when `warm`'s checkpoint lacks state that it takes (Adam's, where the optimizer is kept;
-    the input position and dropout's state, where they go on)."""
+    """UserError when `warm`'s checkpoint is damaged, or lacks state that it takes (Adam's, where the optimizer is
+    kept; the input position and dropout's state, where they go on)."""
+    _read_every_tensor(warm.prefix)
     names = _top_level_names(warm.prefix)
     needed = {"model": "weights", "optimizer": "Adam's state", "data": "an input position",
               "rng": "dropout's random state"}
@@ -115,7 +151,12 @@ def check_warm_start(warm):
 def restore_warm_start(warm, state, optimizer):
     """Restores into the trainer's checkpointable `state` (model, optimizer, data, rng, ...; see `Trainer`) what
     `warm` takes from its checkpoint (`check_warm_start` has checked that it holds it), then sets the update
-    count to `warm.first_step`."""
+    count to `warm.first_step`. A checkpoint changed since the run recorded it (`warm.sha256`) is a UserError."""
+    if warm.sha256 and checkpoint_sha256(warm.prefix) != warm.sha256:
+        now = "is gone" if not checkpoint_files(warm.prefix) else "has changed"
+        raise UserError(f"--warm_start_from: {warm.prefix} {now} since this run began from it (sha256 "
+                        f"{warm.sha256[:12]}... recorded); the run would start from other weights: put that "
+                        "checkpoint back, or start a new run with another --output_dir")
     taken = _taken(warm, state, _top_level_names(warm.prefix))
     try:
         tf.train.Checkpoint(**taken).restore(warm.prefix).expect_partial().assert_existing_objects_matched()

@@ -63,6 +63,25 @@ DECODE = dict(beam_size=4, alpha=0.6, batch_size=32)
 SET = "transformer_small"
 
 
+MADE_HERE = ".made-by-benchmark"  # marks the directories this harness made, which it alone may remove
+
+
+def own_directory(path):
+    """Creates `path` (parents too) marked as this harness's."""
+    Path(path).mkdir(parents=True, exist_ok=True)
+    (Path(path) / MADE_HERE).touch()
+
+
+def remove_own(path, sign=MADE_HERE):
+    """Removes the directory `path` for a fresh measurement, only when it holds `sign` (this harness's marker, or
+    the file by which the tool that made it is known); anything else there ends the harness in one line."""
+    path = Path(path)
+    if path.is_symlink() or (path.exists() and not (path / sign).exists()):
+        sys.exit(f"{path} was not made by this benchmark (no {sign} in it): it is left as it is; move it away "
+                 "or give another --work")
+    shutil.rmtree(path, ignore_errors=True)
+
+
 def record(work, result):
     """Prints one measurement as a JSON line and appends it to WORK/results.jsonl."""
     line = json.dumps(result, sort_keys=True)
@@ -176,7 +195,7 @@ def train(args):
     import yaml
 
     run_dir = Path(args.work) / args.name
-    run_dir.mkdir(parents=True, exist_ok=True)
+    own_directory(run_dir)
     config = train_config(args, run_dir, t2t_hparams(args))
     if args.train_from:
         config["train_from"] = args.train_from

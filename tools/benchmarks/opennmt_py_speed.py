@@ -12,8 +12,8 @@ from pathlib import Path
 
 import opennmt_py
 from opennmt_py import (
-    DECODE, _T2T_REPORT, averaged_model, bleu, detokenize, log_tokens_per_second, read_lines, record, run,
-    t2t_checkpoint, t2t_decode_command, t2t_view, train, translate_command, translation_seconds, write_lines,
+    DECODE, _T2T_REPORT, averaged_model, bleu, detokenize, log_tokens_per_second, read_lines, record, remove_own,
+    run, t2t_checkpoint, t2t_decode_command, t2t_view, train, translate_command, translation_seconds, write_lines,
 )
 
 
@@ -22,7 +22,7 @@ def speed_train(args, round_):
     the rates each logs every 25 steps, its first window (start-up, tracing) left out."""
     scratch = Path(args.work) / "speed"
     t2t_dir, data_dir = scratch / f"t2t_train_{round_}", scratch / "t2t_data"
-    shutil.rmtree(t2t_dir, ignore_errors=True)
+    remove_own(t2t_dir, "run.json")
     if not data_dir.exists():  # the trainer checks (and may rewrite) its data: a copy, not the run's
         shutil.copytree(args.data_dir, data_dir)
     _, output = run([Path(args.t2t_bin) / "t2t-repro-trainer", "--problem=multi30k_ende",
@@ -36,7 +36,7 @@ def speed_train(args, round_):
     peer = argparse.Namespace(**{**vars(args), "name": f"speed/onmt_train_{round_}", "train_from": None,
                                  "learning_rate": 2.0, "train_steps": args.speed_steps, "seed": 1234,
                                  "dropout": None})
-    shutil.rmtree(Path(args.work) / peer.name, ignore_errors=True)
+    remove_own(Path(args.work) / peer.name)
     train(peer)
     onmt = log_tokens_per_second(Path(args.work) / peer.name / f"train_to{args.speed_steps}.log")
     return {"metric": "train_target_tokens_per_s", "t2t_repro": t2t, "opennmt_py": onmt}
