@@ -26,6 +26,7 @@ request, and the concurrent runs alternate too (--rounds each, the median report
 
     python tools/benchmark.py --suite serve [--output_dir O] [--peer unbatched] [--json]
     python tools/benchmark.py --suite serve --engine ctranslate2 --quantization int8 --peer tensorflow --json
+    python tools/benchmark.py --suite serve --page --json     # the page's requests (tools/benchmarks/serve_page.py)
 """
 
 import http.client
@@ -34,11 +35,12 @@ import os
 import selectors
 import statistics
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 
-from benchmarks import check_peer, console_script, measurement, progress
+from benchmarks import check_peer, console_script, measurement, progress, serve_page
 from t2t_repro.errors import UserError
 
 PEERS = ("unbatched", "tensorflow")
@@ -73,6 +75,7 @@ def add_arguments(parser):
     parser.add_argument("--quantization", default="int8", help="--engine ctranslate2: the export's weight type "
                         "(default int8)")
     parser.add_argument("--rounds", type=int, default=1, help="concurrent runs per server, in turns (median)")
+    serve_page.add_arguments(parser)
 
 
 def _cli(module, *flags, env=None):
@@ -255,6 +258,10 @@ def run(args):
     for name in ("clients", "concurrent_requests", "max_batch_size", "train_steps", "rounds"):
         if getattr(args, name) < 1:
             raise UserError(f"--{name}={getattr(args, name)}: must be at least 1")
+    if args.page:
+        if args.peer is not None:
+            raise UserError("--page measures its own comparisons: give no --peer")
+        return serve_page.run(args, sys.modules[__name__])
     warmup = DEFAULT_WARMUP if args.warmup is None else args.warmup
     repeats = DEFAULT_REPEATS if args.repeats is None else args.repeats
     if args.engine == "ctranslate2" and args.peer == "unbatched" or args.peer == "tensorflow" and (
