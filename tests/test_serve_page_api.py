@@ -105,7 +105,8 @@ def test_what_the_page_can_send_wrong_gets_a_4xx_line_and_the_server_goes_on(ser
 
 @pytest.mark.parametrize("flags, message", [
     (["--model_dir={model}", "--model_dir={model}"], "2 --model_dir and 0 --model_name"),
-    (["--model_dir={model}", "--model_name=a", "--model_dir={model}", "--model_name=a"], "--model_name=a is given twice"),
+    (["--model_dir={model}", "--model_name=a", "--model_dir={model}", "--model_name=a"],
+     "--model_name=a is given twice"),
     (["--model_dir={model}", "--engine=tensorflow", "--engine=tensorflow"], "2 --engine for 1 models"),
     (["--model_dir={model}", "--threads=2"], "--threads=2 applies to --engine=ctranslate2 only"),
 ])

@@ -28,13 +28,12 @@ def model_card(name, served):
     """The card of the ServedModel `served`, served as `name` (JSON-ready)."""
     metadata = served.export_metadata
     decode = metadata.get("decode", {})
-    languages = getattr(served, "languages", None) or {}
     return {
         "name": name,
         "version": served.version,
         "engine": served.backend.engine,
         "problem": metadata.get("problem"),
-        "languages": dict(languages),
+        "languages": dict(served.languages),
         "hparams_set": metadata.get("hparams_set"),
         "hparams_overrides": metadata.get("hparams_overrides") or "",
         "step": metadata.get("step"),

@@ -11,7 +11,7 @@ integer matrix input, one list of token ids per example), their SignatureDefs as
 shows them, and the source length in tokens of texts. Each signature has its own batching queue
 (`t2t_repro.serve.batcher`), so concurrent requests run together. Requests are checked before they are
 queued: examples per request, text length in characters and in source tokens, token ids inside the
-vocabulary.
+vocabulary. An empty text among others is answered "" (score 0.0); a request of empty texts only is refused.
 
 With a problem's `postprocess(decoded, source)` (the run layer hands in the export's problem's), the text
 signature's "outputs" are what the problem makes of the decoded text (parsing: the PTB tree with the source
@@ -94,6 +94,7 @@ class ServedModel:
         self.version_dir = backend.version_dir
         self.version = int(os.path.basename(os.path.normpath(self.version_dir)))
         self.export_metadata = backend.metadata
+        self.languages = {}  # {"source": ..., "target": ...} of the export's problem, for the page (set by the caller)
         self.signatures = dict(backend.signatures)
         self.signature_defs = dict(backend.signature_defs)
         if postprocess is not None:

@@ -332,11 +332,11 @@ function drawHeatmap() {
   const table = $("heatmap");
   table.dataset.layer = String(layer);
   table.dataset.head = String(head);
-  const head_row = element("tr");
-  head_row.append(element("th", { scope: "col" }, ""));
-  for (const piece of sources) head_row.append(element("th", { scope: "col" }, piece));
+  const headRow = element("tr");
+  headRow.append(element("th", { scope: "col" }, ""));
+  for (const piece of sources) headRow.append(element("th", { scope: "col" }, piece));
   const thead = element("thead");
-  thead.append(head_row);
+  thead.append(headRow);
   const tbody = element("tbody");
   targets.forEach((target, row) => {
     const tr = element("tr");
