@@ -19,7 +19,7 @@ from t2t_repro.registry import register_problem
 
 @register_problem
 class EndingEnDe(TranslationProblem):
-    name = "ending_ende"
+    name = "{name}"
     source_language, target_language = "en", "de"
     vocab_size = 300
     character_coverage = {coverage}
@@ -36,20 +36,22 @@ def corpus(tmp_path_factory):
     return write_parallel_corpus(tmp_path_factory.mktemp("corpus"), sizes=(("train", 40), ("dev", 4), ("test", 4)))
 
 
-def _user_dir(directory, body="pass", coverage=None):
+def _user_dir(directory, name, body="pass", coverage=None):
+    """A user directory registering the problem `name` (a name of its own per test: they share one process)."""
     directory.mkdir()
-    (directory / "__init__.py").write_text(USER_PROBLEM.format(body=body, coverage=coverage), encoding="utf-8")
+    (directory / "__init__.py").write_text(USER_PROBLEM.format(name=name, body=body, coverage=coverage),
+                                           encoding="utf-8")
     return directory
 
 
-@pytest.mark.parametrize("call, said", [
-    ("sys.exit(0)", "called sys.exit(0) at "),
-    ("sys.exit('no more data')", "called sys.exit('no more data') at "),
+@pytest.mark.parametrize("name, call, said", [
+    ("ending_ende", "sys.exit(0)", "called sys.exit(0) at "),
+    ("ending_ende_saying_why", "sys.exit('no more data')", "called sys.exit('no more data') at "),
 ])
-def test_a_users_problem_that_calls_sys_exit_is_one_line_naming_its_file(tmp_path, corpus, call, said):
-    usr_dir = _user_dir(tmp_path / "usr", body=call)
+def test_a_users_problem_that_calls_sys_exit_is_one_line_naming_its_file(tmp_path, corpus, name, call, said):
+    usr_dir = _user_dir(tmp_path / "usr", name, body=call)
     before = checksums(tmp_path)
-    result = run_cli_in_process("trainer", f"--t2t_usr_dir={usr_dir}", "--problem=ending_ende",
+    result = run_cli_in_process("trainer", f"--t2t_usr_dir={usr_dir}", f"--problem={name}",
                                 "--hparams=transformer_tiny", f"--manual_dir={corpus}", f"--data_dir={tmp_path / 'd'}",
                                 f"--output_dir={tmp_path / 'run'}")
     line = error_line(result)
@@ -62,8 +64,8 @@ def test_a_character_coverage_sentencepiece_refuses_is_refused_first(tmp_path, c
     setting = run_cli_in_process("datagen", "--problem=translate_files", f"--manual_dir={corpus}",
                                  f"--problem_overrides={TRANSLATE_FILES},character_coverage=0.5", f"--data_dir={data}")
     assert "character_coverage=0.5: must be in [0.98, 1]" in error_line(setting)
-    usr_dir = _user_dir(tmp_path / "usr", coverage=0.5)
-    attribute = run_cli_in_process("datagen", f"--t2t_usr_dir={usr_dir}", "--problem=ending_ende",
+    usr_dir = _user_dir(tmp_path / "usr", "covering_half_ende", coverage=0.5)
+    attribute = run_cli_in_process("datagen", f"--t2t_usr_dir={usr_dir}", "--problem=covering_half_ende",
                                    f"--manual_dir={corpus}", f"--data_dir={data}")
     assert "character_coverage=0.5 is outside [0.98, 1], which SentencePiece accepts" in error_line(attribute)
     assert not data.exists()

@@ -14,6 +14,7 @@ from conftest import TINY_RUN_FLAGS, copy_run, run_cli_in_process, write_paralle
 
 from t2t_repro.train.checkpoints import read_model
 from t2t_repro.train.trainer import Trainer
+from t2t_repro.train.warm_start import checkpoint_sha256
 
 QUIET_END = ["--checkpoint_steps=2", "--keep_checkpoints=20", "--eval_decode_sentences=0", "--skip_average",
              "--skip_test", "--skip_export", "--log_steps=1"]
@@ -65,7 +66,8 @@ def test_resetting_nothing_continues_the_run_as_resuming_it_does(parent, tiny_da
     _assert_identical(_state(resumed / "checkpoints" / "ckpt-14"), _state(child / "checkpoints" / "ckpt-14"))
     record = json.loads((child / "run.json").read_text())["warm_start"]
     assert record == {"run": str(parent), "checkpoint": str(parent / "checkpoints" / "ckpt-8"), "step": 8,
-                      "reset": [], "same_input": True, "vocabulary_sha256": record["vocabulary_sha256"]}
+                      "reset": [], "same_input": True, "vocabulary_sha256": record["vocabulary_sha256"],
+                      "checkpoint_sha256": checkpoint_sha256(str(parent / "checkpoints" / "ckpt-8"))}
     assert record["vocabulary_sha256"] == json.loads((parent / "run.json").read_text())["vocabulary_sha256"]
 
 
