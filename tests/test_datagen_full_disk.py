@@ -129,4 +129,4 @@ class _KillsItsWorker:
 def test_a_worker_process_that_dies_is_a_one_line_error(tmp_path):
     job = BlockJob("unused.model", str(tmp_path / "blocks"), "train", 1, 10, False)
     with EncodingPool(2) as pool, pytest.raises(UserError, match="a datagen worker process died"):
-        list(pool.map_blocks(job, [_KillsItsWorker()]))
+        list(pool.map_blocks(job, [_KillsItsWorker(), _KillsItsWorker()]))  # two: one would stay in process

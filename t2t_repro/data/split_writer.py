@@ -67,33 +67,45 @@ class _InlineExecutor:
 
 
 class EncodingPool:
-    """The worker processes of one datagen run (a context manager); `workers=1`: none, all in this process."""
+    """The worker processes of one datagen run (a context manager); `workers=1`: none, all in this process.
+
+    The processes start when a split first has more than one block: a split of one block is encoded in this
+    process, since starting workers (fresh interpreters) takes seconds and one block gives them nothing to share."""
 
     def __init__(self, workers=None):
         self.workers = default_workers() if workers is None else workers
         if self.workers < 1:
             raise UserError(f"workers={self.workers}: must be at least 1")
-        self._executor = None
+        self._processes = None
 
     def __enter__(self):
-        if self.workers == 1:
-            self._executor = _InlineExecutor()
-        else:
-            context = multiprocessing.get_context("spawn")
-            self._executor = concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=context,
-                                                                    initializer=start_worker)
         return self
 
     def __exit__(self, *exc_info):
-        self._executor.shutdown(cancel_futures=True)
+        if self._processes is not None:
+            self._processes.shutdown(cancel_futures=True)
+
+    def _executor(self, blocks_ahead):
+        """Where the blocks go: the worker processes (started now if need be) when there are several blocks and
+        several workers, else this process."""
+        if self.workers == 1 or not blocks_ahead:
+            return _InlineExecutor()
+        if self._processes is None:
+            context = multiprocessing.get_context("spawn")
+            self._processes = concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=context,
+                                                                     initializer=start_worker)
+        return self._processes
 
     def map_blocks(self, job, blocks):
         """`encode_block(job, index, block)` for each block of `blocks`, in order, with a bounded number in flight."""
+        blocks = iter(blocks)
+        ahead = list(itertools.islice(blocks, 2))
+        executor = self._executor(len(ahead) > 1)
         pending = collections.deque()
         limit = BLOCKS_IN_FLIGHT_PER_WORKER * self.workers
         try:
-            for index, block in enumerate(blocks):
-                pending.append(self._executor.submit(encode_block, job, index, block))
+            for index, block in enumerate(itertools.chain(ahead, blocks)):
+                pending.append(executor.submit(encode_block, job, index, block))
                 if len(pending) >= limit:
                     yield _result(pending.popleft())
             while pending:
