@@ -4,13 +4,13 @@ removes leftovers of an interrupted write and never writes non-finite weights; t
 tool name the damaged file in one line."""
 
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import TINY_RUN_FLAGS, copy_run, run_cli, run_cli_in_process
+from conftest import TINY_RUN_FLAGS, copy_run, run_cli_in_process
+
+from t2t_repro.data import reading
 
 RUN_FLAGS = [
     *TINY_RUN_FLAGS, "--train_steps=20", "--checkpoint_steps=5", "--eval_decode_sentences=0", "--eval_steps=1000",
@@ -23,7 +23,7 @@ DATA_FILE = "ckpt-20.data-00000-of-00001"
 def finished_run(tmp_path_factory, tiny_data_dir):
     """A tiny run of 20 steps with checkpoints at 5, 10, 15 and 20 (no average, no test, no export)."""
     output_dir = tmp_path_factory.mktemp("damage") / "run"
-    result = run_cli("trainer", *RUN_FLAGS, f"--data_dir={tiny_data_dir}", f"--output_dir={output_dir}")
+    result = run_cli_in_process("trainer", *RUN_FLAGS, f"--data_dir={tiny_data_dir}", f"--output_dir={output_dir}")
     assert result.returncode == 0, result.stdout + result.stderr
     return output_dir
 
@@ -34,7 +34,7 @@ def run_copy(finished_run, tmp_path):
 
 
 def _train(output_dir, data_dir, *extra):
-    return run_cli("trainer", *RUN_FLAGS, *extra, f"--data_dir={data_dir}", f"--output_dir={output_dir}")
+    return run_cli_in_process("trainer", *RUN_FLAGS, *extra, f"--data_dir={data_dir}", f"--output_dir={output_dir}")
 
 
 def _one_line_error(result):
@@ -152,7 +152,8 @@ def test_non_finite_weights_are_never_saved(tiny_data_dir, tmp_path):
     infinite while the first loss is still finite. Before, that step was saved and named the last good one."""
     flags = [f if not f.startswith("--hparams_overrides") else f + ",learning_rate_scale=1e300" for f in RUN_FLAGS]
     out = tmp_path / "overflow"
-    result = run_cli("trainer", *flags, "--checkpoint_steps=1", f"--data_dir={tiny_data_dir}", f"--output_dir={out}")
+    result = run_cli_in_process("trainer", *flags, "--checkpoint_steps=1", f"--data_dir={tiny_data_dir}",
+                                f"--output_dir={out}")
     message = _one_line_error(result)
     assert "non-finite" in message or "loss became" in message
     last_good = message.rsplit("Last good checkpoint: ", 1)[1]
@@ -185,25 +186,14 @@ def test_a_checkpoint_with_non_finite_weights_is_not_resumed_from(run_copy, tiny
     assert _all_finite(run_copy / "checkpoints" / "ckpt-25")
 
 
-# A trainer whose input pipeline has one more stage than today's: the input positions it saves are those of
-# another version of the pipeline.
-_OTHER_PIPELINE_TRAINER = """
-import sys
-from t2t_repro.cli import trainer
-from t2t_repro.data import reading
-read_split = reading.read_split
-reading.read_split = lambda *args: read_split(*args).map(lambda pair: {key: ids + 0 for key, ids in pair.items()})
-sys.argv[0] = "trainer"
-trainer.main()
-"""
-
-
 def test_an_input_position_of_another_pipeline_version_resumes_the_rest_and_restarts_the_input(
-        tiny_data_dir, tmp_path):
+        tiny_data_dir, tmp_path, monkeypatch):
     run = tmp_path / "run"
-    flags = [*RUN_FLAGS, f"--data_dir={tiny_data_dir}", f"--output_dir={run}"]
-    first = subprocess.run([sys.executable, "-c", _OTHER_PIPELINE_TRAINER, *flags, "--train_steps=10"],
-                           capture_output=True, text=True, timeout=600)
+    with monkeypatch.context() as patch:  # an input pipeline with one more stage than today's: other positions
+        read_split = reading.read_split
+        patch.setattr(reading, "read_split", lambda *args: read_split(*args).map(
+            lambda pair: {key: ids + 0 for key, ids in pair.items()}))
+        first = _train(run, tiny_data_dir, "--train_steps=10")
     assert first.returncode == 0, first.stdout + first.stderr
     step_10 = _float_values(run / "checkpoints" / "ckpt-10")
     resumed = _train(run, tiny_data_dir, "--train_steps=15")
