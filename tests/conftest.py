@@ -108,7 +108,8 @@ def parallel_text_dir(tmp_path_factory):
 def tiny_data_dir(tmp_path_factory, parallel_text_dir):
     """wmt_ende data generated from the tiny local corpus."""
     data_dir = tmp_path_factory.mktemp("data")
-    result = run_cli("datagen", "--problem=wmt_ende", f"--data_dir={data_dir}", f"--manual_dir={parallel_text_dir}")
+    result = run_cli_in_process("datagen", "--problem=wmt_ende", f"--data_dir={data_dir}",
+                                f"--manual_dir={parallel_text_dir}")
     assert result.returncode == 0, result.stderr
     return data_dir
 
@@ -117,7 +118,7 @@ def tiny_data_dir(tmp_path_factory, parallel_text_dir):
 def trained_run(tmp_path_factory, tiny_data_dir):
     """The output_dir of a finished tiny run: checkpoints, averaged weights, test outputs and report.json."""
     output_dir = tmp_path_factory.mktemp("run") / "out"
-    result = run_cli(
+    result = run_cli_in_process(
         "trainer", *TINY_RUN_FLAGS, "--train_steps=12", "--checkpoint_steps=4", "--eval_steps=6",
         f"--data_dir={tiny_data_dir}", f"--output_dir={output_dir}",
     )
@@ -133,7 +134,7 @@ def serving_run(tmp_path_factory, tiny_data_dir):
     comparisons of decoders, exports and servers meaningful. (Tiny runs of a few hundred steps mostly emit EOS
     at once, and which of them do changes with any change to training.)"""
     output_dir = tmp_path_factory.mktemp("serving_run") / "out"
-    result = run_cli(
+    result = run_cli_in_process(
         "trainer", *TINY_RUN_FLAGS, "--train_steps=1", "--eval_steps=1000",
         "--eval_decode_sentences=0", "--skip_average", "--skip_test", "--skip_export",
         f"--data_dir={tiny_data_dir}", f"--output_dir={output_dir}",

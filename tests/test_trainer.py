@@ -11,6 +11,7 @@ import sys
 import time
 
 import numpy as np
+import pytest
 import tensorflow as tf
 from conftest import TINY_RUN_FLAGS, run_cli, run_cli_in_process
 
@@ -61,7 +62,7 @@ def test_a_run_writes_every_file(trained_run):
 def test_restart_with_different_hparams_is_refused(trained_run, tiny_data_dir):
     saved = (trained_run / "hparams.json").read_text()
     flags = [f if not f.startswith("--hparams_overrides") else f + ",dropout=0.3" for f in TINY_RUN_FLAGS]
-    result = run_cli("trainer", *flags, f"--data_dir={tiny_data_dir}", f"--output_dir={trained_run}")
+    result = run_cli_in_process("trainer", *flags, f"--data_dir={tiny_data_dir}", f"--output_dir={trained_run}")
     assert result.returncode == 2
     assert "dropout" in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
@@ -69,9 +70,11 @@ def test_restart_with_different_hparams_is_refused(trained_run, tiny_data_dir):
 
 
 def test_unknown_names_are_one_line_errors(tmp_path):
-    result = run_cli("trainer", "--problem=wmt_ened", "--hparams=transformer_tiny", f"--output_dir={tmp_path}")
+    result = run_cli_in_process("trainer", "--problem=wmt_ened", "--hparams=transformer_tiny",
+                                f"--output_dir={tmp_path}")
     assert result.returncode == 2 and "wmt_ende" in result.stderr and "Traceback" not in result.stderr
-    result = run_cli("trainer", "--problem=wmt_ende", "--hparams=transformer_tinny", f"--output_dir={tmp_path}")
+    result = run_cli_in_process("trainer", "--problem=wmt_ende", "--hparams=transformer_tinny",
+                                f"--output_dir={tmp_path}")
     assert result.returncode == 2 and "transformer_tiny" in result.stderr
 
 
@@ -82,11 +85,16 @@ def _resume_flags(data_dir, output_dir):
     ]
 
 
-def test_sigkill_and_resume_reaches_the_same_weights(tiny_data_dir, tmp_path):
-    straight = tmp_path / "straight"
-    result = run_cli("trainer", *_resume_flags(tiny_data_dir, straight))
+@pytest.fixture(scope="module")
+def straight(tiny_data_dir, tmp_path_factory):
+    """A run of the resume tests' flags trained in one go: the weights every way of resuming must reach."""
+    output_dir = tmp_path_factory.mktemp("straight") / "run"
+    result = run_cli_in_process("trainer", *_resume_flags(tiny_data_dir, output_dir))
     assert result.returncode == 0, result.stderr
+    return output_dir
 
+
+def test_sigkill_and_resume_reaches_the_same_weights(tiny_data_dir, tmp_path, straight):
     killed = tmp_path / "killed"
     command = [sys.executable, "-m", "t2t_repro.cli.trainer", *_resume_flags(tiny_data_dir, killed)]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -97,7 +105,7 @@ def test_sigkill_and_resume_reaches_the_same_weights(tiny_data_dir, tmp_path):
     process.send_signal(signal.SIGKILL)
     process.wait()
     assert not (killed / "checkpoints" / "ckpt-16.index").exists(), "the run ended before it was killed"
-    result = run_cli("trainer", *_resume_flags(tiny_data_dir, killed))
+    result = run_cli_in_process("trainer", *_resume_flags(tiny_data_dir, killed))
     assert result.returncode == 0, result.stderr
     assert "resumed from" in result.stdout
     _assert_same_weights(
@@ -105,11 +113,10 @@ def test_sigkill_and_resume_reaches_the_same_weights(tiny_data_dir, tmp_path):
     )
 
 
-def test_a_second_session_in_the_same_process_resumes_to_the_same_weights(tiny_data_dir, tmp_path):
+def test_a_second_session_in_the_same_process_resumes_to_the_same_weights(tiny_data_dir, tmp_path, straight):
     """Keras numbers dropout's seed generators per process, so the checkpoint keys them by their position in
     the model: a run resumed in the process that started it (a notebook) goes on exactly."""
-    straight, twice = tmp_path / "straight", tmp_path / "twice"
-    assert run_cli_in_process("trainer", *_resume_flags(tiny_data_dir, straight)).returncode == 0
+    twice = tmp_path / "twice"
     first = run_cli_in_process("trainer", *_resume_flags(tiny_data_dir, twice), "--train_steps=8")
     assert first.returncode == 0, first.stderr
     second = run_cli_in_process("trainer", *_resume_flags(tiny_data_dir, twice))
@@ -132,9 +139,9 @@ trainer.main()
 """
 
 
-def test_a_checkpoint_with_the_random_state_keyed_by_name_resumes_exactly(tiny_data_dir, tmp_path):
-    straight, older = tmp_path / "straight", tmp_path / "older"
-    assert run_cli("trainer", *_resume_flags(tiny_data_dir, straight)).returncode == 0
+def test_a_checkpoint_with_the_random_state_keyed_by_name_resumes_exactly(tiny_data_dir, tmp_path, straight):
+    """Name keys are numbered per process: such a checkpoint resumes exactly in a fresh one (this test's two)."""
+    older = tmp_path / "older"
     first = subprocess.run([sys.executable, "-c", _NAME_KEYED_TRAINER, *_resume_flags(tiny_data_dir, older),
                             "--train_steps=8"], capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr
@@ -150,7 +157,7 @@ def test_a_checkpoint_with_the_random_state_keyed_by_name_resumes_exactly(tiny_d
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tiny_data_dir, tmp_path):
     flags = [f if not f.startswith("--hparams_overrides") else f + ",learning_rate_scale=1e30" for f in TINY_RUN_FLAGS]
     out = tmp_path / "nan"
-    result = run_cli(
+    result = run_cli_in_process(
         "trainer", *flags, "--train_steps=40", "--checkpoint_steps=1", "--skip_test", "--eval_decode_sentences=0",
         f"--data_dir={tiny_data_dir}", f"--output_dir={out}",
     )
