@@ -196,18 +196,30 @@ def test_served_parser_answers_a_raw_sentence_with_a_tree_on_its_words(parsing_r
 
 
 def test_a_punctuation_word_gets_its_tag_and_no_other_word_a_tag_evalb_deletes():
-    # Target id 11 is the tag ",", source id 8 the one-piece word ","; id 9 a piece of punctuation characters
-    # that starts a longer word (its tag the model's choice); every other word takes a tag EVALB keeps.
-    comma, source_comma, source_dash = 11, 8, 9
-    tokens = TreeTokens(target_vocab_size=12, source_vocab_size=10, openers=TOKENS.openers, closers=TOKENS.closers,
-                        slots=(NN, VB, comma), word_starts=(3, 4, 5, source_comma, source_dash),
-                        punctuation_slots=(comma,), fixed_tags=((source_comma, comma),), free_starts=(source_dash,))
-    sources = tf.constant([[3, source_comma, 4, source_dash, 6, EOS_ID], [source_comma, 6, 5, EOS_ID, 0, 0]])
-    word_tags = tf.constant([[-1, comma, -1, -2], [-2, -1, -1, -1]])  # ", " then "6": a longer word, free
-    assert source_word_tags(tokens, sources).numpy().tolist() == word_tags.numpy().tolist()
+    # Target id 11 is the tag ",", source id 8 the one-piece word ","; 9 a piece of punctuation characters
+    # (free when a longer word starts with it, else ordinary), 10 the ambiguous "'"; others take a tag EVALB keeps.
+    comma, source_comma, source_dash, quote = 11, 8, 9, 10
+    tokens = TreeTokens(target_vocab_size=12, source_vocab_size=11, openers=TOKENS.openers, closers=TOKENS.closers,
+                        slots=(NN, VB, comma), word_starts=(3, 4, 5, source_comma, source_dash, quote),
+                        punctuation_slots=(comma,), fixed_tags=((source_comma, comma),), free_starts=(quote,),
+                        punctuation_starts=(source_comma, source_dash, quote))
+    sources = tf.constant([[3, source_comma, 4, source_dash, 6, EOS_ID],
+                           [source_comma, 6, source_dash, quote, EOS_ID, PAD_ID]])
+    word_tags = [[-1, comma, -1, -2], [-2, -1, -2, -1]]  # ", " then "6" is a longer word: free
+    assert source_word_tags(tokens, sources).numpy().tolist() == word_tags
     prefix = tf.constant([[PAD_ID, OPEN_S, NN, PAD_ID, PAD_ID]] * 3, tf.int32)
     allowed = allowed_tokens(tokens, prefix, tf.constant(2), tf.constant([4] * 3), tf.constant([40] * 3),
                              tf.constant([[-1, comma, -1, -2], [-1, -1, -1, -1], [-1, -2, -1, -1]])).numpy()
     slots = [{token for token in (NN, VB, comma) if row[token]} for row in allowed]
     assert slots == [{comma}, {NN, VB}, {NN, VB, comma}]
 
+
+def test_brackets_opened_in_a_row_are_bounded():
+    tokens = TreeTokens(**{**TOKENS.__dict__, "max_openers_in_a_row": 2})
+    def openers_allowed(prefix):
+        ids = tf.constant([[PAD_ID] + prefix + [PAD_ID] * 2], tf.int32)
+        mask = allowed_tokens(tokens, ids, tf.constant(len(prefix)), tf.constant([3]), tf.constant([40])).numpy()[0]
+        return bool(mask[OPEN_NP])
+
+    assert openers_allowed([OPEN_S]) and not openers_allowed([OPEN_S, OPEN_NP])
+    assert openers_allowed([OPEN_S, OPEN_NP, NN, OPEN_VP]) and not openers_allowed([OPEN_S, NN, OPEN_VP, OPEN_NP])

@@ -66,6 +66,10 @@ class ParsingProblem(TextPairProblem):
                         "t2t_repro.data.ptb_tree.delinearise(output, source.split()).to_ptb(escape=True)")
     vocab_model_type = "bpe"
     split_sections = WSJ_SECTIONS
+    # Decoding opens at most this many brackets in a row (a unary chain, e.g. "(S (NP (NP (QP"): the Penn
+    # Treebank sample's 3,914 cleaned trees have at most 6, and an undertrained model would otherwise spend its
+    # whole length budget on chains of one label.
+    max_openers_in_a_row = 8
 
     def treebank_dir(self, tmp_dir, manual_dir):
         """The directory holding `<NN>/wsj_<NNnn>.mrg`; by default the user's --manual_dir."""
@@ -123,7 +127,7 @@ class ParsingProblem(TextPairProblem):
     def output_constraint(self, vocabularies):
         """The tree symbols' ids: decoders extend only hypotheses that can still become a tree with one tag per
         source word and balanced brackets (`t2t_repro.decode.tree_constraint`)."""
-        return TreeTokens.from_vocabularies(vocabularies, PHRASE_LABELS, POS_TAGS)
+        return TreeTokens.from_vocabularies(vocabularies, PHRASE_LABELS, POS_TAGS, self.max_openers_in_a_row)
 
     def postprocess(self, decoded_text, source_text):
         """The decoded linearised tree, repaired and put onto the source words, as a PTB tree string; a bracket

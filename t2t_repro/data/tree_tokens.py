@@ -9,11 +9,10 @@ hypotheses that can still become a tree (`t2t_repro.decode.tree_constraint`).
 
 EVALB (COLLINS.prm) deletes the words whose tag is a punctuation tag (, : `` '' .) from both trees before it
 compares them, and a sentence whose trees then differ in length is an error sentence, not scored. So the tags of
-punctuation decide whether a sentence is scored at all. The Treebank tags these by their form: a word of
-PUNCTUATION_TAGS (",", ".", "--", "?" ...) always gets its tag there (a few forms, AMBIGUOUS_PUNCTUATION, are
-punctuation only sometimes: "'" is also a possessive). A decoder can then give a punctuation word its own tag (or
-XX, which the de-linearisation turns into it), every other word a tag EVALB keeps, and leave the ambiguous forms
-and words spelled in several pieces of punctuation to the model.
+punctuation decide whether a sentence is scored at all. The Treebank tags these by their form (FORM_TAGS: ","
+is always ",", "--" and ";" are ":", "?" is "."; "'" alone is punctuation only sometimes, and more often the
+possessive POS). A decoder can then give a one-piece punctuation word its tag, every other word a tag EVALB
+keeps, and leave "'" and words spelled in several pieces of punctuation characters to the model.
 
 Only symbols that are single pieces of the target vocabulary take part (the parsing problems make every bracket
 token of the Treebank's label set and every tag one, `ParsingProblem.vocab_user_symbols`); a label outside the set
@@ -25,8 +24,10 @@ import dataclasses
 from t2t_repro.data.ptb_tree import PLACEHOLDER_TAG, PUNCTUATION_TAGS
 
 WORD_BOUNDARY = "\u2581"  # SentencePiece's whitespace marker
-# Word forms the Treebank tags as punctuation only sometimes ("'" is also POS, "`" and "-" other tags).
-AMBIGUOUS_PUNCTUATION = ("'", "`", "-")
+# The tag of each punctuation form. Beyond PUNCTUATION_TAGS, the Penn Treebank sample tags every "`" (10) as ``
+# and every "-" (4) as ":"; "'" is POS 63 times and '' 10 times, so it is left to the model.
+FORM_TAGS = {**PUNCTUATION_TAGS, "`": "``", "-": ":"}
+AMBIGUOUS_PUNCTUATION = ("'",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,10 +41,11 @@ class TreeTokens:
         slots: ids of the tags (and XX) that stand for one word each.
         word_starts: source ids whose piece starts with SentencePiece's word boundary.
         punctuation_slots: the slots whose tag EVALB deletes (the values of PUNCTUATION_TAGS).
-        placeholder: the id of XX, -1 if it is not one piece.
         fixed_tags: (source id, slot id) pairs: a one-piece punctuation word and its tag.
-        free_starts: source ids of word starts whose tag the model chooses freely: the ambiguous forms, and
-            pieces of punctuation characters only (which may start a word spelled in several pieces).
+        free_starts: source ids of the one-piece words whose tag the model chooses (AMBIGUOUS_PUNCTUATION).
+        punctuation_starts: source ids of word starts of punctuation characters only: the model chooses the tag
+            of a word of several pieces that starts with one.
+        max_openers_in_a_row: the most brackets opened one after the other with no word between (0: any).
     """
 
     target_vocab_size: int
@@ -53,12 +55,13 @@ class TreeTokens:
     slots: tuple
     word_starts: tuple
     punctuation_slots: tuple = ()
-    placeholder: int = -1
     fixed_tags: tuple = ()
     free_starts: tuple = ()
+    punctuation_starts: tuple = ()
+    max_openers_in_a_row: int = 0
 
     @classmethod
-    def from_vocabularies(cls, vocabularies, labels, tags):
+    def from_vocabularies(cls, vocabularies, labels, tags, max_openers_in_a_row=0):
         """The tokens of `labels` (phrase labels) and `tags` (part-of-speech tags; XX is added) that are single
         pieces of `vocabularies.target`, and the word-starting pieces of `vocabularies.source`."""
         target, source = vocabularies.target, vocabularies.source
@@ -73,14 +76,10 @@ class TreeTokens:
                    if WORD_BOUNDARY + tag in piece_ids}
         source_pieces = [source.id_to_piece(i) for i in range(source.vocab_size)]
         word_starts = [i for i, piece in enumerate(source_pieces) if piece.startswith(WORD_BOUNDARY)]
-        fixed, free = [], []
-        for i in word_starts:
-            form = source_pieces[i][len(WORD_BOUNDARY):]
-            if PUNCTUATION_TAGS.get(form) in slot_of:
-                fixed.append((i, slot_of[PUNCTUATION_TAGS[form]]))
-            elif not any(c.isalnum() for c in form):  # an ambiguous form, or a piece of punctuation (or bare ▁)
-                free.append(i)
+        forms = {i: source_pieces[i][len(WORD_BOUNDARY):] for i in word_starts}
+        fixed = tuple((i, slot_of[FORM_TAGS[form]]) for i, form in forms.items() if FORM_TAGS.get(form) in slot_of)
+        free = tuple(i for i, form in forms.items() if form in AMBIGUOUS_PUNCTUATION)
+        punctuation = tuple(i for i, form in forms.items() if not any(c.isalnum() for c in form))  # bare ▁ too
+        deleted = tuple(sorted({slot_of[tag] for tag in FORM_TAGS.values() if tag in slot_of}))
         return cls(target.vocab_size, source.vocab_size, tuple(openers), tuple(closers), tuple(slot_of.values()),
-                   tuple(word_starts), tuple(sorted({slot_of[tag] for tag in PUNCTUATION_TAGS.values()
-                                                     if tag in slot_of})),
-                   slot_of.get(PLACEHOLDER_TAG, -1), tuple(fixed), tuple(free))
+                   tuple(word_starts), deleted, fixed, free, punctuation, max_openers_in_a_row)

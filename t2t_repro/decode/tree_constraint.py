@@ -16,15 +16,16 @@ already finds a well-formed tree it is still a candidate.
 With `n` the source's words (its pieces that start a word, `TreeTokens.word_starts`), `placed` the slots so
 far, `depth` the open brackets and `t` the tokens so far (M the sentence's most output tokens, EOS included):
 
-- "(X" while placed < n, either first (t = 0) or inside the root (depth > 0);
+- "(X" while placed < n, either first (t = 0) or inside the root (depth > 0), and fewer than
+  `TreeTokens.max_openers_in_a_row` brackets were opened since the last word (a bound on unary chains);
 - a slot (a tag) while placed < n, inside the root;
 - ")X" closing the innermost open "(X", never right after it (no empty constituent), and the root only when
   placed = n;
 - EOS once the root is closed (depth 0, placed = n);
 
-A slot is a tag EVALB keeps for an ordinary word, and for a punctuation word its own tag (or XX, which the
-de-linearisation turns into it): `TreeTokens` says which (the tags of the ambiguous forms are the model's
-choice). So EVALB deletes the same words from the decoded tree as from the gold one, and scores the sentence.
+A slot is a tag EVALB keeps for an ordinary word, and for a one-piece punctuation word its own tag: `TreeTokens`
+says which (the tag of "'", and of a word spelled in several pieces that starts with punctuation, is the
+model's choice). So EVALB deletes the same words from the decoded tree as from the gold one, and scores the sentence.
 
 Each token is allowed only when the shortest completion after it, (n - placed) slots, the closers of the open brackets and EOS,
 still fits in M. Should M leave no room for any tree (fewer than n + 3 tokens), the hypothesis is left
@@ -61,14 +62,14 @@ def source_word_tags(tokens, inputs):
     starts = tf.cast(_table(tokens.source_vocab_size, tokens.word_starts, [1] * len(tokens.word_starts)), tf.bool)
     fixed_ids = [source for source, _ in tokens.fixed_tags]
     fixed = _table(tokens.source_vocab_size, fixed_ids, [slot for _, slot in tokens.fixed_tags], default=_ORDINARY)
-    free = _table(tokens.source_vocab_size, tokens.free_starts + tuple(fixed_ids),
-                  [1] * (len(tokens.free_starts) + len(fixed_ids)))
+    free = tf.gather(_table(tokens.source_vocab_size, tokens.free_starts, [1] * len(tokens.free_starts)), inputs) > 0
+    punctuation = tf.gather(_table(tokens.source_vocab_size, tokens.punctuation_starts,
+                                   [1] * len(tokens.punctuation_starts)), inputs) > 0
     is_start = tf.gather(starts, inputs)
     # A word is one piece when the next piece starts a word or ends the sentence (EOS, PAD: not word starts).
-    next_is_start = tf.concat([is_start[:, 1:] | (inputs[:, 1:] <= EOS_ID), tf.ones_like(is_start[:, :1])], axis=1)
-    one_piece_fixed = next_is_start & (tf.gather(fixed, inputs) >= 0)
-    tags = tf.where(one_piece_fixed, tf.gather(fixed, inputs),
-                    tf.where(tf.gather(free, inputs) > 0, _FREE, _ORDINARY))
+    one_piece = tf.concat([is_start[:, 1:] | (inputs[:, 1:] <= EOS_ID), tf.ones_like(is_start[:, :1])], axis=1)
+    tags = tf.where(one_piece & (tf.gather(fixed, inputs) >= 0), tf.gather(fixed, inputs),
+                    tf.where((one_piece & free) | (~one_piece & punctuation), _FREE, _ORDINARY))
     return tf.ragged.boolean_mask(tags, is_start).to_tensor(default_value=_ORDINARY)
 
 
@@ -80,8 +81,8 @@ def _slot_tags(tokens, size, word_tags, placed):
     member = lambda ids: tf.reduce_any(tf.equal(vocabulary[..., tf.newaxis], ids), axis=-1)  # noqa: E731
     tag = tf.gather(tf.pad(word_tags, [[0, 0], [0, 1]], constant_values=_ORDINARY),
                     tf.minimum(placed, tf.shape(word_tags)[1]), batch_dims=1)[:, tf.newaxis]
-    own = tf.equal(vocabulary, tag) | (tf.equal(vocabulary, tokens.placeholder) & (tag >= 0))
-    return tf.where(tf.equal(tag, _FREE), member(slot_ids), tf.where(tf.equal(tag, _ORDINARY), member(kept), own))
+    return tf.where(tf.equal(tag, _FREE), member(slot_ids),
+                    tf.where(tf.equal(tag, _ORDINARY), member(kept), tf.equal(vocabulary, tag)))
 
 
 def allowed_tokens(tokens, ids, step, words, max_lengths, word_tags=None):
@@ -113,6 +114,10 @@ def allowed_tokens(tokens, ids, step, words, max_lengths, word_tags=None):
     innermost_closer = tf.where(innermost >= 0, tf.gather(closer_of, tf.gather(so_far, tf.maximum(innermost, 0),
                                                                                 batch_dims=1)), -1)
     last_role = tf.gather(roles, tf.gather(ids, tf.fill(tf.shape(depth), step), batch_dims=1))
+    # Brackets opened since the last other token (the buffer's PAD after the prefix is not an opener).
+    last_other = tf.reduce_max(tf.where(tf.equal(role, _OPENER) | (positions >= step), -1, positions), axis=1)
+    openers_in_a_row = step - 1 - last_other
+    may_open = openers_in_a_row < tokens.max_openers_in_a_row if tokens.max_openers_in_a_row else True
 
     left = words - placed
     # Tokens after the next one in the shortest completion, EOS included, by the next token's role.
@@ -123,7 +128,8 @@ def allowed_tokens(tokens, ids, step, words, max_lengths, word_tags=None):
     vocabulary = tf.range(size)[tf.newaxis]
     token_role = roles[tf.newaxis]
     column = lambda condition: condition[:, tf.newaxis]  # noqa: E731 - per hypothesis, broadcast over tokens
-    opener = column((left > 0) & ((depth > 0) | tf.equal(step, 0)) & fits_opener) & tf.equal(token_role, _OPENER)
+    opener = (column((left > 0) & ((depth > 0) | tf.equal(step, 0)) & fits_opener & may_open)
+              & tf.equal(token_role, _OPENER))
     slot = column((left > 0) & (depth > 0) & fits_slot) & tf.equal(token_role, _SLOT)
     if word_tags is not None:
         slot &= _slot_tags(tokens, size, word_tags, placed)
