@@ -46,10 +46,10 @@ def _summary_counts(output):
 def small_run(tmp_path_factory, release):
     """The recipe's command on the small release, two steps: datagen, training, averaging, test2016 scored."""
     root = tmp_path_factory.mktemp("multi30k_run")
-    result = run_cli("trainer", "--problem=multi30k_ende", "--hparams=transformer_small",
-                     f"--problem_overrides={VOCAB}", f"--manual_dir={release}", f"--data_dir={root / 'data'}",
-                     f"--output_dir={root / 'run'}", "--train_steps=2", "--batch_tokens=512",
-                     "--eval_decode_sentences=2", "--skip_export")
+    result = run_cli_in_process("trainer", "--problem=multi30k_ende", "--hparams=transformer_small",
+                                f"--problem_overrides={VOCAB}", f"--manual_dir={release}",
+                                f"--data_dir={root / 'data'}", f"--output_dir={root / 'run'}", "--train_steps=2",
+                                "--batch_tokens=512", "--eval_decode_sentences=2", "--skip_export")
     assert result.returncode == 0, result.stdout + result.stderr
     return root, result
 
@@ -109,10 +109,10 @@ def test_a_run_recorded_with_the_shared_vocabulary_default_keeps_it(release, tmp
     are still read as shared (decoded, not mistaken for today's default), and resuming or regenerating them with
     today's default names the difference."""
     root = tmp_path
-    result = run_cli("trainer", "--problem=multi30k_ende", "--hparams=transformer_small",
-                     f"--problem_overrides={VOCAB},shared_vocabulary=true", f"--manual_dir={release}",
-                     f"--data_dir={root / 'data'}", f"--output_dir={root / 'run'}", "--train_steps=2",
-                     "--batch_tokens=512", "--eval_decode_sentences=2", "--skip_export", "--skip_test")
+    result = run_cli_in_process("trainer", "--problem=multi30k_ende", "--hparams=transformer_small",
+                                f"--problem_overrides={VOCAB},shared_vocabulary=true", f"--manual_dir={release}",
+                                f"--data_dir={root / 'data'}", f"--output_dir={root / 'run'}", "--train_steps=2",
+                                "--batch_tokens=512", "--eval_decode_sentences=2", "--skip_export", "--skip_test")
     assert result.returncode == 0, result.stdout + result.stderr
     info_file = root / "run" / "run.json"
     info = json.loads(info_file.read_text())

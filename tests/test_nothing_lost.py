@@ -98,8 +98,8 @@ def test_a_rerun_keeps_the_report_and_exports_nothing_new_and_keeps_its_user_dir
     unrelated = tmp_path / "unrelated"
     unrelated.mkdir()
     (unrelated / "__init__.py").write_text("", encoding="utf-8")
-    result = run_cli("trainer", *TINY_RUN_FLAGS, "--train_steps=12", "--skip_test", f"--t2t_usr_dir={unrelated}",
-                     f"--data_dir={tiny_data_dir}", f"--output_dir={run}")
+    result = run_cli_in_process("trainer", *TINY_RUN_FLAGS, "--train_steps=12", "--skip_test",
+                                f"--t2t_usr_dir={unrelated}", f"--data_dir={tiny_data_dir}", f"--output_dir={run}")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "already holds this model" in result.stdout
     rerun = json.loads((run / "report.json").read_text())
@@ -115,8 +115,8 @@ def test_a_rerun_keeps_the_report_and_exports_nothing_new_and_keeps_its_user_dir
 def test_a_rerun_after_more_training_keeps_the_earlier_report_whole(trained_run, tmp_path, tiny_data_dir):
     run = copy_run(trained_run, tmp_path)
     earlier = (run / "report.json").read_text()
-    result = run_cli("trainer", *TINY_RUN_FLAGS, "--train_steps=13", "--skip_test", "--skip_export",
-                     f"--data_dir={tiny_data_dir}", f"--output_dir={run}")
+    result = run_cli_in_process("trainer", *TINY_RUN_FLAGS, "--train_steps=13", "--skip_test", "--skip_export",
+                                f"--data_dir={tiny_data_dir}", f"--output_dir={run}")
     assert result.returncode == 0, result.stdout + result.stderr
     assert (run / "report_step_12.json").read_text() == earlier
     assert json.loads((run / "report.json").read_text())["steps"] == 13

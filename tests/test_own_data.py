@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from conftest import TINY_RUN_FLAGS, decode_with_cli, run_cli, run_cli_in_process, write_parallel_corpus
+from conftest import TINY_RUN_FLAGS, decode_with_cli, run_cli_in_process, write_parallel_corpus
 from t2t_repro import catalog
 from t2t_repro.data.toy.grammar import Grammar, iter_sentences
 from t2t_repro.errors import UserError
@@ -38,9 +38,9 @@ def corpus(tmp_path_factory):
 def translate_run(tmp_path_factory, corpus):
     """A tiny translate_files run, en->pt, 400-piece vocabulary: datagen, training, averaging, test, export."""
     root = tmp_path_factory.mktemp("translate_files")
-    result = run_cli("trainer", "--problem=translate_files", f"--problem_overrides={PAIR},{VOCAB}",
-                     f"--manual_dir={corpus}", f"--data_dir={root / 'data'}", f"--output_dir={root / 'run'}",
-                     *TINY_TRAINING)
+    result = run_cli_in_process("trainer", "--problem=translate_files", f"--problem_overrides={PAIR},{VOCAB}",
+                                f"--manual_dir={corpus}", f"--data_dir={root / 'data'}",
+                                f"--output_dir={root / 'run'}", *TINY_TRAINING)
     assert result.returncode == 0, result.stdout + result.stderr
     return root
 
@@ -125,9 +125,9 @@ def _write_treebank(directory, counts=(("train", ".mrg", 120), ("dev", ".trees",
 
 def test_parse_files_runs_end_to_end_and_scores_by_evalb(tmp_path):
     treebank = _write_treebank(tmp_path / "treebank")
-    result = run_cli("trainer", "--problem=parse_files", "--problem_overrides=vocab_size=500",
-                     f"--manual_dir={treebank}", f"--data_dir={tmp_path / 'data'}", f"--output_dir={tmp_path / 'run'}",
-                     *TINY_TRAINING)
+    result = run_cli_in_process("trainer", "--problem=parse_files", "--problem_overrides=vocab_size=500",
+                                f"--manual_dir={treebank}", f"--data_dir={tmp_path / 'data'}",
+                                f"--output_dir={tmp_path / 'run'}", *TINY_TRAINING)
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads((tmp_path / "run" / "report.json").read_text())
     assert 0 <= report["f1"] <= 100 and report["test_sentences"] == 10

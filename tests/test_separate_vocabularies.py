@@ -44,9 +44,9 @@ def greek(word):
 
 
 def train(root, corpus, overrides):
-    result = run_cli("trainer", "--problem=translate_files", f"--problem_overrides={overrides}",
-                     f"--manual_dir={corpus}", f"--data_dir={root / 'data'}", f"--output_dir={root / 'run'}",
-                     *TRAINING)
+    result = run_cli_in_process("trainer", "--problem=translate_files", f"--problem_overrides={overrides}",
+                                f"--manual_dir={corpus}", f"--data_dir={root / 'data'}",
+                                f"--output_dir={root / 'run'}", *TRAINING)
     assert result.returncode == 0, result.stdout + result.stderr
     return root
 
@@ -141,7 +141,8 @@ def test_a_script_without_spaces_trains_decodes_and_serves(tmp_path, language, t
 
 @pytest.mark.parametrize("overrides, message", [
     ("source_vocab_size=300", "source_vocab_size is for separate vocabularies: add shared_vocabulary=false"),
-    ("character_coverage=1.5", "character_coverage=1.5: must be in (0, 1]"),
+    ("character_coverage=1.5", "character_coverage=1.5: must be in [0.98, 1]"),
+    ("character_coverage=0.5", "character_coverage=0.5: must be in [0.98, 1]"),  # SentencePiece needs 0.98
 ])
 def test_bad_vocabulary_settings_are_refused_in_one_line(tmp_path, overrides, message):
     result = run_cli_in_process("datagen", "--problem=translate_files",
