@@ -22,7 +22,7 @@ import os
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import run_cli
+from conftest import run_cli_in_process
 
 GOLDEN_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden", "toy_ende_tiny_50_steps.json")
 RECORD = os.environ.get("T2T_REPRO_RECORD_GOLDEN") == "1"
@@ -75,7 +75,7 @@ def golden_run(tmp_path_factory):
     4-best with scores)."""
     base = tmp_path_factory.mktemp("golden")
     output_dir, tmp_dir = base / "run", base / "tmp"
-    result = run_cli(
+    result = run_cli_in_process(
         "trainer", "--problem=toy_ende", "--hparams=transformer_tiny", f"--hparams_overrides={RECORDED_SETTINGS}",
         "--train_steps=50", "--seed=1",
         "--log_steps=1", "--checkpoint_steps=50", "--eval_steps=1000", "--eval_decode_sentences=0",
@@ -89,7 +89,7 @@ def golden_run(tmp_path_factory):
     decoded = {}
     # The best outputs of so short a training are mostly empty: the 4-best lists with their scores show more.
     for nbest in (1, 4):
-        result = run_cli(
+        result = run_cli_in_process(
             "decoder", f"--output_dir={output_dir}", f"--decode_from_file={source_file}",
             f"--decode_to_file={decoded_file}", f"--nbest={nbest}", *RECORDED_BATCHING, "--quiet",
         )
