@@ -196,16 +196,17 @@ def test_served_parser_answers_a_raw_sentence_with_a_tree_on_its_words(parsing_r
 
 
 def test_a_punctuation_word_gets_its_tag_and_no_other_word_a_tag_evalb_deletes():
-    # Target id 11 is the tag ",", source id 8 the one-piece word ","; 9 a piece of punctuation characters
-    # (free when a longer word starts with it, else ordinary), 10 the ambiguous "'"; others take a tag EVALB keeps.
+    # Target id 11 is the tag ",". Source ids: 8 the word ",", 9 a piece "-" that starts a word, 10 the ambiguous
+    # "'", 7 a continuation piece of punctuation ("-"), 6 one with a letter ("s"): "-" "-" is left to the model,
+    # "'" "s" takes a tag EVALB keeps, as does every word with a letter.
     comma, source_comma, source_dash, quote = 11, 8, 9, 10
     tokens = TreeTokens(target_vocab_size=12, source_vocab_size=11, openers=TOKENS.openers, closers=TOKENS.closers,
                         slots=(NN, VB, comma), word_starts=(3, 4, 5, source_comma, source_dash, quote),
                         punctuation_slots=(comma,), fixed_tags=((source_comma, comma),), free_starts=(quote,),
-                        punctuation_starts=(source_comma, source_dash, quote))
-    sources = tf.constant([[3, source_comma, 4, source_dash, 6, EOS_ID],
-                           [source_comma, 6, source_dash, quote, EOS_ID, PAD_ID]])
-    word_tags = [[-1, comma, -1, -2], [-2, -1, -2, -1]]  # ", " then "6" is a longer word: free
+                        wordlike_pieces=(3, 4, 5, 6))
+    sources = tf.constant([[3, source_comma, 4, source_dash, 7, EOS_ID, PAD_ID],
+                           [source_comma, quote, 6, source_dash, quote, EOS_ID, PAD_ID]])
+    word_tags = [[-1, comma, -1, -2, -1, -1, -1], [comma, -1, -1, -2, -1, -1, -1]]
     assert source_word_tags(tokens, sources).numpy().tolist() == word_tags
     prefix = tf.constant([[PAD_ID, OPEN_S, NN, PAD_ID, PAD_ID]] * 3, tf.int32)
     allowed = allowed_tokens(tokens, prefix, tf.constant(2), tf.constant([4] * 3), tf.constant([40] * 3),

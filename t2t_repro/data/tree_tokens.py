@@ -12,7 +12,7 @@ compares them, and a sentence whose trees then differ in length is an error sent
 punctuation decide whether a sentence is scored at all. The Treebank tags these by their form (FORM_TAGS: ","
 is always ",", "--" and ";" are ":", "?" is "."; "'" alone is punctuation only sometimes, and more often the
 possessive POS). A decoder can then give a one-piece punctuation word its tag, every other word a tag EVALB
-keeps, and leave "'" and words spelled in several pieces of punctuation characters to the model.
+keeps, and leave "'" and words spelled in several pieces of punctuation characters only to the model.
 
 Only symbols that are single pieces of the target vocabulary take part (the parsing problems make every bracket
 token of the Treebank's label set and every tag one, `ParsingProblem.vocab_user_symbols`); a label outside the set
@@ -43,8 +43,8 @@ class TreeTokens:
         punctuation_slots: the slots whose tag EVALB deletes (the values of PUNCTUATION_TAGS).
         fixed_tags: (source id, slot id) pairs: a one-piece punctuation word and its tag.
         free_starts: source ids of the one-piece words whose tag the model chooses (AMBIGUOUS_PUNCTUATION).
-        punctuation_starts: source ids of word starts of punctuation characters only: the model chooses the tag
-            of a word of several pieces that starts with one.
+        wordlike_pieces: source ids of pieces with a letter or digit: a word of several pieces without one (say
+            "--" spelled "-" "-") is left to the model, any other gets a tag EVALB keeps.
         max_openers_in_a_row: the most brackets opened one after the other with no word between (0: any).
     """
 
@@ -57,7 +57,7 @@ class TreeTokens:
     punctuation_slots: tuple = ()
     fixed_tags: tuple = ()
     free_starts: tuple = ()
-    punctuation_starts: tuple = ()
+    wordlike_pieces: tuple = ()
     max_openers_in_a_row: int = 0
 
     @classmethod
@@ -79,7 +79,8 @@ class TreeTokens:
         forms = {i: source_pieces[i][len(WORD_BOUNDARY):] for i in word_starts}
         fixed = tuple((i, slot_of[FORM_TAGS[form]]) for i, form in forms.items() if FORM_TAGS.get(form) in slot_of)
         free = tuple(i for i, form in forms.items() if form in AMBIGUOUS_PUNCTUATION)
-        punctuation = tuple(i for i, form in forms.items() if not any(c.isalnum() for c in form))  # bare ▁ too
+        spelled = set(source.ordinary_ids())  # not the reserved ids, nor the bytes of characters it lacks
+        wordlike = tuple(i for i in sorted(spelled) if any(c.isalnum() for c in source_pieces[i]))
         deleted = tuple(sorted({slot_of[tag] for tag in FORM_TAGS.values() if tag in slot_of}))
         return cls(target.vocab_size, source.vocab_size, tuple(openers), tuple(closers), tuple(slot_of.values()),
-                   tuple(word_starts), deleted, fixed, free, punctuation, max_openers_in_a_row)
+                   tuple(word_starts), deleted, fixed, free, wordlike, max_openers_in_a_row)

@@ -57,20 +57,30 @@ def source_word_counts(tokens, inputs):
 
 
 def source_word_tags(tokens, inputs):
-    """int32 [batch, most words]: what each source word's slot may be: _ORDINARY (a tag EVALB keeps), _FREE (any)
-    or the id of its one tag (a one-piece punctuation word); _ORDINARY past a sentence's words."""
-    starts = tf.cast(_table(tokens.source_vocab_size, tokens.word_starts, [1] * len(tokens.word_starts)), tf.bool)
-    fixed_ids = [source for source, _ in tokens.fixed_tags]
-    fixed = _table(tokens.source_vocab_size, fixed_ids, [slot for _, slot in tokens.fixed_tags], default=_ORDINARY)
-    free = tf.gather(_table(tokens.source_vocab_size, tokens.free_starts, [1] * len(tokens.free_starts)), inputs) > 0
-    punctuation = tf.gather(_table(tokens.source_vocab_size, tokens.punctuation_starts,
-                                   [1] * len(tokens.punctuation_starts)), inputs) > 0
-    is_start = tf.gather(starts, inputs)
-    # A word is one piece when the next piece starts a word or ends the sentence (EOS, PAD: not word starts).
-    one_piece = tf.concat([is_start[:, 1:] | (inputs[:, 1:] <= EOS_ID), tf.ones_like(is_start[:, :1])], axis=1)
-    tags = tf.where(one_piece & (tf.gather(fixed, inputs) >= 0), tf.gather(fixed, inputs),
-                    tf.where((one_piece & free) | (~one_piece & punctuation), _FREE, _ORDINARY))
-    return tf.ragged.boolean_mask(tags, is_start).to_tensor(default_value=_ORDINARY)
+    """int32 [batch, source length]: what each source word's slot may be (word w of a sentence at w): _ORDINARY (a
+    tag EVALB keeps), _FREE (any) or the id of its one tag (a one-piece punctuation word); _ORDINARY past a
+    sentence's words."""
+    size = tokens.source_vocab_size
+    batch, length = tf.shape(inputs)[0], tf.shape(inputs)[1]
+    is_start = tf.gather(_table(size, tokens.word_starts, [1] * len(tokens.word_starts)), inputs) > 0
+    # Each piece of a word (not EOS or PAD) goes to the segment of its word; the rest to one more segment.
+    index = tf.cumsum(tf.cast(is_start, tf.int32), axis=1) - 1
+    others = batch * length
+    segments = tf.where((inputs > EOS_ID) & (index >= 0), index + tf.range(batch)[:, tf.newaxis] * length, others)
+
+    def per_word(values, reduce):
+        return tf.reshape(reduce(values, segments, others + 1)[:others], [batch, length])
+
+    pieces = per_word(tf.ones_like(inputs), tf.math.unsorted_segment_sum)
+    first = tf.maximum(per_word(tf.where(is_start, inputs, -1), tf.math.unsorted_segment_max), 0)
+    wordlike = per_word(tf.gather(_table(size, tokens.wordlike_pieces, [1] * len(tokens.wordlike_pieces)), inputs),
+                        tf.math.unsorted_segment_max) > 0
+    fixed = tf.gather(_table(size, [source for source, _ in tokens.fixed_tags],
+                             [slot for _, slot in tokens.fixed_tags], default=_ORDINARY), first)
+    free = tf.gather(_table(size, tokens.free_starts, [1] * len(tokens.free_starts)), first) > 0
+    one_piece = tf.equal(pieces, 1)
+    return tf.where(one_piece & (fixed >= 0), fixed,
+                    tf.where((one_piece & free) | ((pieces > 1) & ~wordlike), _FREE, _ORDINARY))
 
 
 def _slot_tags(tokens, size, word_tags, placed):
