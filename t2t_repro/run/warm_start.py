@@ -15,14 +15,16 @@ checkpoint that changed since; a restart may repeat the flags (the same run unde
 them.
 """
 
+import dataclasses
 import os
 
 from t2t_repro.errors import UserError
-from t2t_repro.safe_write import same_file
 from t2t_repro.run.checkpoint_choice import find_checkpoint, prefix_step
 from t2t_repro.run.layout import RunLayout, vocabulary_sha256
 from t2t_repro.run.restore import run_vocabulary
-from t2t_repro.train.warm_start import RESETS, WarmStart, check_warm_start, checkpoint_sha256
+from t2t_repro.safe_write import same_file
+from t2t_repro.train.checkpoints import checkpoint_prefixes
+from t2t_repro.train.warm_start import RESETS, WarmStart, check_unchanged, check_warm_start, checkpoint_sha256
 
 FLAG = "--warm_start_from"
 # The hparams that give the weights their shapes (or their number): a checkpoint fits only a model of the same.
@@ -114,6 +116,10 @@ def _restart(config, recorded):
                         "or give a new --output_dir")
     warm = WarmStart(record["checkpoint"], record["step"], frozenset(record["reset"]), record["same_input"],
                      record.get("checkpoint_sha256"))  # runs recorded before it was: not checked
+    if warm.sha256 and not checkpoint_prefixes(RunLayout(config.output_dir).checkpoint_dir):
+        # No checkpoint of its own yet: it starts from the parent again, checked now, before anything is written.
+        check_unchanged(warm)
+        warm = dataclasses.replace(warm, sha256=None)
     return warm, record
 
 

@@ -133,6 +133,15 @@ def _read_every_tensor(prefix):
         raise restore_error(prefix, error, "cannot be read") from None
 
 
+def check_unchanged(warm):
+    """UserError when `warm`'s checkpoint is not the one the run recorded (`warm.sha256`; None: not checked)."""
+    if warm.sha256 and checkpoint_sha256(warm.prefix) != warm.sha256:
+        now = "is gone" if not checkpoint_files(warm.prefix) else "has changed"
+        raise UserError(f"--warm_start_from: {warm.prefix} {now} since this run began from it (sha256 "
+                        f"{warm.sha256[:12]}... recorded); the run would start from other weights: put that "
+                        "checkpoint back, or start a new run with another --output_dir")
+
+
 def check_warm_start(warm):
     """UserError when `warm`'s checkpoint is damaged, or lacks state that it takes (Adam's, where the optimizer is
     kept; the input position and dropout's state, where they go on)."""
@@ -152,11 +161,7 @@ def restore_warm_start(warm, state, optimizer):
     """Restores into the trainer's checkpointable `state` (model, optimizer, data, rng, ...; see `Trainer`) what
     `warm` takes from its checkpoint (`check_warm_start` has checked that it holds it), then sets the update
     count to `warm.first_step`. A checkpoint changed since the run recorded it (`warm.sha256`) is a UserError."""
-    if warm.sha256 and checkpoint_sha256(warm.prefix) != warm.sha256:
-        now = "is gone" if not checkpoint_files(warm.prefix) else "has changed"
-        raise UserError(f"--warm_start_from: {warm.prefix} {now} since this run began from it (sha256 "
-                        f"{warm.sha256[:12]}... recorded); the run would start from other weights: put that "
-                        "checkpoint back, or start a new run with another --output_dir")
+    check_unchanged(warm)
     taken = _taken(warm, state, _top_level_names(warm.prefix))
     try:
         tf.train.Checkpoint(**taken).restore(warm.prefix).expect_partial().assert_existing_objects_matched()
