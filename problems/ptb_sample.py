@@ -29,7 +29,7 @@ _FILES_HELP = "file numbers of the {} split, as ranges of wsj_NNNN.mrg numbers (
 class PtbSampleSettings:
     """The split by file, the vocabularies and the form of the target trees of ptb_sample_parsing."""
 
-    train_files: str = setting("1-159", _FILES_HELP.format("train", "1-159 or 1-99,120-159"))
+    train_files: str = setting("1-159", _FILES_HELP.format("train", "1-159 or 1-99+120-159"))
     dev_files: str = setting("160-179", _FILES_HELP.format("dev (model choice, never test)", "160-179"))
     test_files: str = setting("180-199", _FILES_HELP.format("test", "180-199"))
     source_vocab_size: int = setting(4000, "the source (words) vocabulary's size, BPE pieces")

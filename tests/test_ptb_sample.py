@@ -131,3 +131,9 @@ def test_settings_help_names_the_split_and_the_tag_forms():
     fields = PtbSampleSettings.__dataclass_fields__
     assert "wsj_NNNN.mrg" in fields["train_files"].metadata["help"]
     assert fields["target_tags"].metadata["choices"] == ("keep", "placeholder")
+
+
+def test_ranges_join_with_a_plus_on_the_command_line():
+    problem = catalog.get_problem("ptb_sample_parsing", "train_files=1-4+7-8,dev_files=5-6+9,test_files=10-12")
+    ranges = problem.settings.file_ranges()
+    assert ranges["train_files"][1] == [1, 2, 3, 4, 7, 8] and ranges["dev_files"][1] == [5, 6, 9]

@@ -11,7 +11,8 @@ either form (`--manual_dir`):
     DIR/wsj_NNNN.mrg                    DIR is the combined/ folder itself
 
 An unpacked folder is preferred to the zip when both are there. Splits are sets of file numbers written as
-ranges, "1-159" or "1-99,120-159" (`parse_file_ranges`).
+ranges, "1-159" or "1-99+120-159" (`parse_file_ranges`): "+", since a comma separates settings on the
+command line.
 """
 
 import os
@@ -35,13 +36,13 @@ def file_name(number):
 
 
 def parse_file_ranges(text, name):
-    """The sorted file numbers of "A-B,C,D-E" (each at least 1); UserError naming the setting `name`."""
+    """The sorted file numbers of "A-B+C+D-E" (each at least 1); UserError naming the setting `name`."""
     numbers = set()
-    for part in str(text).split(","):
+    for part in str(text).split("+"):
         match = _RANGE.fullmatch(part)
         first, last = (int(match.group(1)), int(match.group(2) or match.group(1))) if match else (0, -1)
         if not match or first < 1 or last < first:
-            raise UserError(f"{name}={text!r}: expected file numbers as ranges, e.g. 1-159 or 1-99,120-159 "
+            raise UserError(f"{name}={text!r}: expected file numbers as ranges, e.g. 1-159 or 1-99+120-159 "
                             "(first <= last, from 1)")
         numbers.update(range(first, last + 1))
     return sorted(numbers)

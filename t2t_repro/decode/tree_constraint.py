@@ -24,12 +24,12 @@ far, `depth` the open brackets and `t` the tokens so far (M the sentence's most 
 - EOS once the root is closed (depth 0, placed = n);
 
 A slot is a tag EVALB keeps for an ordinary word, and for a one-piece punctuation word its own tag: `TreeTokens`
-says which (the tag of "'", and of a word spelled in several pieces that starts with punctuation, is the
-model's choice). So EVALB deletes the same words from the decoded tree as from the gold one, and scores the sentence.
+says which (the tag of "'", and of a word of several pieces without a letter or digit, is the model's choice).
+So EVALB deletes the same words from the decoded tree as from the gold one, and scores the sentence.
 
-Each token is allowed only when the shortest completion after it, (n - placed) slots, the closers of the open brackets and EOS,
-still fits in M. Should M leave no room for any tree (fewer than n + 3 tokens), the hypothesis is left
-unconstrained rather than given no token at all; the parsing problems' limit is the input length + 300.
+Each token is allowed only when the shortest completion after it, (n - placed) slots, the closers of the open
+brackets and EOS, still fits in M. Should M leave no room for any tree (fewer than n + 3 tokens), the hypothesis
+is left unconstrained rather than given no token at all; the parsing problems' limit is the input length + 300.
 """
 
 import tensorflow as tf
