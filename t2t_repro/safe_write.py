@@ -234,12 +234,6 @@ def make_directory(path, remedy="name another directory"):
     _mark(path)
 
 
-def remove_directory(path, legacy=None, remedy="name another directory"):
-    """Removes the directory `path` if there is one, under the rule of `check_replaceable`."""
-    check_replaceable(path, legacy, remedy=remedy)
-    remove(path)
-
-
 def publish_directory(work, final, aside_prefix=None, legacy=None):
     """Renames the finished directory `work` to `final`, so that `final` is the old directory or the new one.
 
