@@ -13,7 +13,8 @@ ranges. The sample is about a twelfth of WSJ's training trees, so its figures ar
 import dataclasses
 
 from t2t_repro.data import nltk_treebank, ptb_tree
-from t2t_repro.data.parsing import WORD_BOUNDARY, ParsingProblem, tree_to_pair
+from t2t_repro.data.parsing import PHRASE_LABELS, WORD_BOUNDARY, ParsingProblem, tree_to_pair
+from t2t_repro.data.tree_tokens import TreeTokens
 from t2t_repro.data.problem import SPLITS
 from t2t_repro.data.text_problem import source_digest
 from t2t_repro.errors import UserError
@@ -21,7 +22,7 @@ from t2t_repro.evaluate.scorers import ParseF1Scorer
 from t2t_repro.registry import register_problem
 from t2t_repro.settings import check_fields, setting
 
-KEEP_TAGS, PLACEHOLDER_TAGS = "keep", "placeholder"
+KEEP_TAGS, PLACEHOLDER_TAGS, WORD_LEAVES = "keep", "placeholder", "words"
 _FILES_HELP = "file numbers of the {} split, as ranges of wsj_NNNN.mrg numbers (e.g. {}); no file in two splits"
 
 
@@ -36,7 +37,9 @@ class PtbSampleSettings:
     target_tags: str = setting(
         KEEP_TAGS, "what stands in a linearised tree for each word: keep, its part-of-speech tag (as "
         "wsj_parsing); placeholder, the one symbol XX (the output tree then gets punctuation tags from the word "
-        "forms and XX elsewhere)", choices=(KEEP_TAGS, PLACEHOLDER_TAGS))
+        "forms and XX elsewhere); words, the word itself, in the source's pieces (one vocabulary for both sides of "
+        "source_vocab_size pieces; the output tree's tags as with placeholder)",
+        choices=(KEEP_TAGS, PLACEHOLDER_TAGS, WORD_LEAVES))
 
     def __post_init__(self):
         check_fields(self, "problem ptb_sample_parsing setting")
@@ -55,14 +58,18 @@ class PtbSampleParsing(ParsingProblem):
 
     name = "ptb_sample_parsing"
     settings_class = PtbSampleSettings
-    scorer = ParseF1Scorer()
-    shared_vocabulary = False  # the targets are tree symbols only: a vocabulary of their own keeps the softmax small
     vocab_sample_sentences = 2_000_000  # more than the sample holds: all of train
     train_shards = 2
-    # The targets are tree symbols: brackets and tags are fixed single pieces, and SentencePiece adds pieces only
-    # for the rare labels outside the Treebank's set; the vocabulary takes what the train trees give.
-    vocab_size = target_vocab_size = 400
+    # With tags (or XX) for words the targets are tree symbols only, and a vocabulary of their own keeps the
+    # softmax small: brackets and tags are fixed single pieces, and SentencePiece adds pieces only for the rare
+    # labels outside the Treebank's set; the vocabulary takes what the train trees give. With the words
+    # themselves in the tree both sides share one vocabulary, so that a word is the same pieces on both.
+    target_vocab_size = 400
     source_vocab_size = property(lambda self: self.settings.source_vocab_size)
+    words_in_target = property(lambda self: self.settings.target_tags == WORD_LEAVES)
+    shared_vocabulary = property(lambda self: self.words_in_target)
+    vocab_size = property(lambda self: self.settings.source_vocab_size if self.words_in_target else 400)
+    scorer = property(lambda self: ParseF1Scorer(leaf_words=self.words_in_target))
 
     def data_version(self):
         return dict(super().data_version(), reader=source_digest([nltk_treebank.__file__]))
@@ -95,8 +102,22 @@ class PtbSampleParsing(ParsingProblem):
         tags = self.settings.target_tags == KEEP_TAGS
         for number in self.split_files(sample, split):
             for tree in sample.trees(number):
-                yield tree_to_pair(tree, tags=tags)
+                yield tree_to_pair(tree, tags=tags, words=self.words_in_target)
 
     def vocab_user_symbols(self):
-        """wsj_parsing's symbols and the placeholder tag XX, each one piece."""
-        return super().vocab_user_symbols() + (WORD_BOUNDARY + ptb_tree.PLACEHOLDER_TAG,)
+        """wsj_parsing's symbols and the placeholder tag XX, each one piece; with the words in the tree only the
+        brackets (a tag symbol such as "▁IN" would cut a source word such as "INC." at its start)."""
+        symbols = super().vocab_user_symbols() + (WORD_BOUNDARY + ptb_tree.PLACEHOLDER_TAG,)
+        if self.words_in_target:
+            return tuple(symbol for symbol in symbols if symbol[1] in "()")
+        return symbols
+
+    def output_constraint(self, vocabularies):
+        if not self.words_in_target:
+            return super().output_constraint(vocabularies)
+        return TreeTokens.from_vocabularies(vocabularies, PHRASE_LABELS, (), self.max_openers_in_a_row,
+                                            words_in_target=True)
+
+    def postprocess(self, decoded_text, source_text):
+        return ptb_tree.delinearise(decoded_text, source_text.split(),
+                                    leaf_words=self.words_in_target).to_ptb(escape=True)

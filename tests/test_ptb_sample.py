@@ -130,7 +130,7 @@ def test_datagen_refuses_a_bad_release_in_one_line_with_exit_status_2(zipped, tm
 def test_settings_help_names_the_split_and_the_tag_forms():
     fields = PtbSampleSettings.__dataclass_fields__
     assert "wsj_NNNN.mrg" in fields["train_files"].metadata["help"]
-    assert fields["target_tags"].metadata["choices"] == ("keep", "placeholder")
+    assert fields["target_tags"].metadata["choices"] == ("keep", "placeholder", "words")
 
 
 def test_ranges_join_with_a_plus_on_the_command_line():

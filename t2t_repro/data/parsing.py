@@ -52,10 +52,10 @@ def _section_files(tree_dir, section):
     return [os.path.join(directory, entry) for entry in entries if pattern.fullmatch(entry)]
 
 
-def tree_to_pair(tree, tags=True):
+def tree_to_pair(tree, tags=True, words=False):
     """The (source, target) texts of one cleaned tree: its words, and its linearisation (with its part-of-speech
-    tags, or the placeholder XX for each with tags=False)."""
-    return " ".join(tree.words()), " ".join(ptb_tree.linearise(tree, tags=tags))
+    tags, the placeholder XX for each with tags=False, or the words themselves with words=True)."""
+    return " ".join(tree.words()), " ".join(ptb_tree.linearise(tree, tags=tags, words=words))
 
 
 class ParsingProblem(TextPairProblem):

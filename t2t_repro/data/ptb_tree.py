@@ -260,15 +260,16 @@ def read_treebank_file(path):
 # Linearisation ------------------------------------------------------------------------------------------------
 
 
-def linearise(tree, tags=True):
+def linearise(tree, tags=True, words=False):
     """The tree as bracket-label tokens: "(NP" opens, ")NP" closes, and each word is replaced by its
-    part-of-speech tag (or by PLACEHOLDER_TAG with tags=False). Returns a list of tokens."""
+    part-of-speech tag (or by PLACEHOLDER_TAG with tags=False), or, with words=True, is written itself.
+    Returns a list of tokens."""
     tokens = []
     for event, node in walk(tree):
         if event == OPEN:
             tokens.append("(" + node.label)
         elif event == LEAF:
-            tokens.append(node.label if tags else PLACEHOLDER_TAG)
+            tokens.append(node.children[0] if words else node.label if tags else PLACEHOLDER_TAG)
         else:
             tokens.append(")" + node.label)
     return tokens
@@ -287,13 +288,16 @@ def looks_linearised(text):
     return any(is_closer(token) and len(token) > 1 and token[1] != ")" for token in text.split())
 
 
-def delinearise(tokens, words, tags=None):
+def delinearise(tokens, words, tags=None, leaf_words=False):
     """Builds a well-formed tree on `words` from linearised `tokens` (a list or a space-separated string),
     repairing whatever is broken (see the module docstring). Each word's tag is its slot's token. Where the
     slot holds the placeholder XX or the output has no slot for the word, the tag comes from `tags` (one per
-    word) when given, else from PUNCTUATION_TAGS for a punctuation mark, else it is XX."""
+    word) when given, else from PUNCTUATION_TAGS for a punctuation mark, else it is XX. With `leaf_words`
+    (`linearise(..., words=True)`), every token but a bracket is a slot holding the placeholder."""
     if isinstance(tokens, str):
         tokens = tokens.split()
+    if leaf_words:
+        tokens = [token if is_opener(token) or is_closer(token) else PLACEHOLDER_TAG for token in tokens]
     words = list(words)
     if tags is not None and len(tags) != len(words):
         raise ValueError(f"{len(tags)} tags for {len(words)} words")

@@ -46,6 +46,7 @@ class TreeTokens:
         wordlike_pieces: source ids of pieces with a letter or digit: a word of several pieces without one (say
             "--" spelled "-" "-") is left to the model, any other gets a tag EVALB keeps.
         max_openers_in_a_row: the most brackets opened one after the other with no word between (0: any).
+        words_in_target: the words themselves, in the source's pieces, stand where tags would (no slots).
     """
 
     target_vocab_size: int
@@ -59,11 +60,14 @@ class TreeTokens:
     free_starts: tuple = ()
     wordlike_pieces: tuple = ()
     max_openers_in_a_row: int = 0
+    words_in_target: bool = False
 
     @classmethod
-    def from_vocabularies(cls, vocabularies, labels, tags, max_openers_in_a_row=0):
+    def from_vocabularies(cls, vocabularies, labels, tags, max_openers_in_a_row=0, words_in_target=False):
         """The tokens of `labels` (phrase labels) and `tags` (part-of-speech tags; XX is added) that are single
-        pieces of `vocabularies.target`, and the word-starting pieces of `vocabularies.source`."""
+        pieces of `vocabularies.target`, and the word-starting pieces of `vocabularies.source`. With
+        `words_in_target` (one vocabulary for both sides) the words stand in the tree in place of tags: no slots,
+        and the decoder writes each source word's own pieces (`tree_constraint.allowed_tokens_with_words`)."""
         target, source = vocabularies.target, vocabularies.source
         piece_ids = {target.id_to_piece(i): i for i in range(target.vocab_size)}
         openers, closers = [], []
@@ -73,7 +77,7 @@ class TreeTokens:
                 openers.append(opener)
                 closers.append(closer)
         slot_of = {tag: piece_ids[WORD_BOUNDARY + tag] for tag in (*tags, PLACEHOLDER_TAG)
-                   if WORD_BOUNDARY + tag in piece_ids}
+                   if WORD_BOUNDARY + tag in piece_ids and not words_in_target}
         source_pieces = [source.id_to_piece(i) for i in range(source.vocab_size)]
         word_starts = [i for i, piece in enumerate(source_pieces) if piece.startswith(WORD_BOUNDARY)]
         forms = {i: source_pieces[i][len(WORD_BOUNDARY):] for i in word_starts}
@@ -83,4 +87,4 @@ class TreeTokens:
         wordlike = tuple(i for i in sorted(spelled) if any(c.isalnum() for c in source_pieces[i]))
         deleted = tuple(sorted({slot_of[tag] for tag in FORM_TAGS.values() if tag in slot_of}))
         return cls(target.vocab_size, source.vocab_size, tuple(openers), tuple(closers), tuple(slot_of.values()),
-                   tuple(word_starts), deleted, fixed, free, wordlike, max_openers_in_a_row)
+                   tuple(word_starts), deleted, fixed, free, wordlike, max_openers_in_a_row, words_in_target)

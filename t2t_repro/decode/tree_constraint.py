@@ -95,6 +95,57 @@ def _slot_tags(tokens, size, word_tags, placed):
                     tf.where(tf.equal(tag, _ORDINARY), member(kept), tf.equal(vocabulary, tag)))
 
 
+def _bracket_state(tokens, ids, step):
+    """Per hypothesis: the role of each token so far, its open brackets, the closer of the innermost one (-1: none),
+    the role of its last token and whether it may open one more bracket (`max_openers_in_a_row`)."""
+    size = tokens.target_vocab_size
+    roles = _table(size, tokens.openers + tokens.closers + tokens.slots,
+                   [_OPENER] * len(tokens.openers) + [_CLOSER] * len(tokens.closers) + [_SLOT] * len(tokens.slots))
+    closer_of = _table(size, tokens.openers, tokens.closers, default=-1)
+    so_far = ids[:, 1:]
+    role = tf.gather(roles, so_far)
+    depth_after = tf.cumsum(tf.cast(tf.equal(role, _OPENER), tf.int32) - tf.cast(tf.equal(role, _CLOSER), tf.int32),
+                            axis=1)
+    depth = depth_after[:, -1]
+    # The innermost open bracket is the last opener after which the depth was the depth now.
+    positions = tf.range(tf.shape(so_far)[1])[tf.newaxis]
+    innermost = tf.reduce_max(tf.where(tf.equal(role, _OPENER) & tf.equal(depth_after, depth[:, tf.newaxis]),
+                                       positions, -1), axis=1)
+    innermost_closer = tf.where(innermost >= 0, tf.gather(closer_of, tf.gather(so_far, tf.maximum(innermost, 0),
+                                                                                batch_dims=1)), -1)
+    last_role = tf.gather(roles, tf.gather(ids, tf.fill(tf.shape(depth), step), batch_dims=1))
+    # Brackets opened since the last other token (the buffer's PAD after the prefix is not an opener).
+    last_other = tf.reduce_max(tf.where(tf.equal(role, _OPENER) | (positions >= step), -1, positions), axis=1)
+    may_open = step - 1 - last_other < tokens.max_openers_in_a_row if tokens.max_openers_in_a_row else True
+    return {"roles": roles, "role": role, "depth": depth, "innermost_closer": innermost_closer,
+            "last_role": last_role, "may_open": may_open, "positions": positions}
+
+
+def _brackets_allowed(tokens, state, step, left, room):
+    """bool [rows, vocab]: the openers and the closer a hypothesis may take next, with `left` word slots (or
+    pieces) still to place and `room` tokens after the next one (EOS included)."""
+    depth, roles = state["depth"], state["roles"]
+    vocabulary = tf.range(tokens.target_vocab_size)[tf.newaxis]
+    column = lambda condition: condition[:, tf.newaxis]  # noqa: E731 - per hypothesis, broadcast over tokens
+    opener = (column((left > 0) & ((depth > 0) | tf.equal(step, 0)) & (left + depth + 2 <= room) & state["may_open"])
+              & tf.equal(roles[tf.newaxis], _OPENER))
+    closer = (column((depth > 0) & tf.not_equal(state["last_role"], _OPENER) & ((depth > 1) | tf.equal(left, 0))
+                     & (left + depth <= room))
+              & tf.equal(vocabulary, state["innermost_closer"][:, tf.newaxis]))
+    return opener | closer
+
+
+def _eos_allowed(tokens, state, step, left, source_empty):
+    vocabulary = tf.range(tokens.target_vocab_size)[tf.newaxis]
+    ends = tf.equal(state["depth"], 0) & tf.equal(left, 0) & ((step > 0) | source_empty)
+    return ends[:, tf.newaxis] & tf.equal(vocabulary, EOS_ID)
+
+
+def _or_unconstrained(allowed):
+    """No room for a tree (no token allowed): the hypothesis is left unconstrained."""
+    return allowed | tf.logical_not(tf.reduce_any(allowed, axis=1))[:, tf.newaxis]
+
+
 def allowed_tokens(tokens, ids, step, words, max_lengths, word_tags=None):
     """bool [rows, target vocab]: the tokens that may follow each hypothesis (see the module docstring).
 
@@ -107,48 +158,45 @@ def allowed_tokens(tokens, ids, step, words, max_lengths, word_tags=None):
         word_tags: int32 [rows, most words], `source_word_tags` of each hypothesis' source; None: any slot for
             any word.
     """
-    size = tokens.target_vocab_size
-    roles = _table(size, tokens.openers + tokens.closers + tokens.slots,
-                   [_OPENER] * len(tokens.openers) + [_CLOSER] * len(tokens.closers) + [_SLOT] * len(tokens.slots))
-    closer_of = _table(size, tokens.openers, tokens.closers, default=-1)
-    so_far = ids[:, 1:]
-    role = tf.gather(roles, so_far)
-    depth_after = tf.cumsum(tf.cast(tf.equal(role, _OPENER), tf.int32) - tf.cast(tf.equal(role, _CLOSER), tf.int32),
-                            axis=1)
-    depth = depth_after[:, -1]
-    placed = tf.reduce_sum(tf.cast(tf.equal(role, _SLOT), tf.int32), axis=1)
-    # The innermost open bracket is the last opener after which the depth was the depth now.
-    positions = tf.range(tf.shape(so_far)[1])[tf.newaxis]
-    innermost = tf.reduce_max(tf.where(tf.equal(role, _OPENER) & tf.equal(depth_after, depth[:, tf.newaxis]),
-                                       positions, -1), axis=1)
-    innermost_closer = tf.where(innermost >= 0, tf.gather(closer_of, tf.gather(so_far, tf.maximum(innermost, 0),
-                                                                                batch_dims=1)), -1)
-    last_role = tf.gather(roles, tf.gather(ids, tf.fill(tf.shape(depth), step), batch_dims=1))
-    # Brackets opened since the last other token (the buffer's PAD after the prefix is not an opener).
-    last_other = tf.reduce_max(tf.where(tf.equal(role, _OPENER) | (positions >= step), -1, positions), axis=1)
-    openers_in_a_row = step - 1 - last_other
-    may_open = openers_in_a_row < tokens.max_openers_in_a_row if tokens.max_openers_in_a_row else True
-
+    state = _bracket_state(tokens, ids, step)
+    placed = tf.reduce_sum(tf.cast(tf.equal(state["role"], _SLOT), tf.int32), axis=1)
     left = words - placed
-    # Tokens after the next one in the shortest completion, EOS included, by the next token's role.
-    room = max_lengths - (step + 1)
-    fits_opener = left + depth + 2 <= room
-    fits_slot = left - 1 + depth + 1 <= room
-    fits_closer = left + depth <= room
-    vocabulary = tf.range(size)[tf.newaxis]
-    token_role = roles[tf.newaxis]
-    column = lambda condition: condition[:, tf.newaxis]  # noqa: E731 - per hypothesis, broadcast over tokens
-    opener = (column((left > 0) & ((depth > 0) | tf.equal(step, 0)) & fits_opener & may_open)
-              & tf.equal(token_role, _OPENER))
-    slot = column((left > 0) & (depth > 0) & fits_slot) & tf.equal(token_role, _SLOT)
+    room = max_lengths - (step + 1)  # tokens after the next one in the shortest completion, EOS included
+    slot = ((left > 0) & (state["depth"] > 0) & (left + state["depth"] <= room))[:, tf.newaxis] & tf.equal(
+        state["roles"][tf.newaxis], _SLOT)
     if word_tags is not None:
-        slot &= _slot_tags(tokens, size, word_tags, placed)
-    closer = (column((depth > 0) & tf.not_equal(last_role, _OPENER) & ((depth > 1) | tf.equal(left, 0)) & fits_closer)
-              & tf.equal(vocabulary, innermost_closer[:, tf.newaxis]))
-    eos = column(tf.equal(depth, 0) & tf.equal(left, 0) & ((step > 0) | tf.equal(words, 0))) & tf.equal(vocabulary,
-                                                                                                          EOS_ID)
-    allowed = opener | slot | closer | eos
-    return allowed | column(tf.logical_not(tf.reduce_any(allowed, axis=1)))  # no room for a tree: unconstrained
+        slot &= _slot_tags(tokens, tokens.target_vocab_size, word_tags, placed)
+    allowed = _brackets_allowed(tokens, state, step, left, room) | slot | _eos_allowed(
+        tokens, state, step, left, tf.equal(words, 0))
+    return _or_unconstrained(allowed)
+
+
+def allowed_tokens_with_words(tokens, ids, step, sources, max_lengths):
+    """bool [rows, vocab]: the tokens that may follow each hypothesis when the words themselves stand in the tree
+    (`TreeTokens.words_in_target`, one vocabulary for both sides): a word's pieces are the source's, in order,
+    and a word once begun is written to its end before any bracket; otherwise as `allowed_tokens`, with the
+    source's pieces left to place in place of its word slots.
+
+    Args:
+        sources: int32 [rows, source length], each hypothesis' source ids (EOS and PAD at the end).
+    """
+    state = _bracket_state(tokens, ids, step)
+    pieces = (state["role"] == _OTHER) & (ids[:, 1:] > EOS_ID) & (state["positions"] < step)
+    written = tf.reduce_sum(tf.cast(pieces, tf.int32), axis=1)
+    total = tf.reduce_sum(tf.cast(sources > EOS_ID, tf.int32), axis=1)
+    next_piece = tf.gather(tf.pad(sources, [[0, 0], [0, 1]]), tf.minimum(written, tf.shape(sources)[1]), batch_dims=1)
+    starts = _table(tokens.target_vocab_size, tokens.word_starts, [1] * len(tokens.word_starts))
+    last = tf.gather(ids, tf.fill(tf.shape(written), step), batch_dims=1)
+    mid_word = ((step > 0) & tf.equal(state["last_role"], _OTHER) & (last > EOS_ID) & (written < total)
+                & tf.equal(tf.gather(starts, next_piece), 0))
+    left = total - written
+    room = max_lengths - (step + 1)
+    vocabulary = tf.range(tokens.target_vocab_size)[tf.newaxis]
+    piece = (mid_word | ((left > 0) & (state["depth"] > 0) & (left + state["depth"] <= room)))[:, tf.newaxis] & (
+        tf.equal(vocabulary, next_piece[:, tf.newaxis]))
+    structure = _brackets_allowed(tokens, state, step, left, room) | _eos_allowed(tokens, state, step, left,
+                                                                                   tf.equal(total, 0))
+    return _or_unconstrained(piece | (structure & ~mid_word[:, tf.newaxis]))
 
 
 def constrain(symbols_to_logits_fn, sentence_state, tokens, inputs, max_lengths, beam_size, normalized):
@@ -158,15 +206,22 @@ def constrain(symbols_to_logits_fn, sentence_state, tokens, inputs, max_lengths,
     counts and their most output tokens), so that the search drops a finished sentence's rows from all of them.
     """
     vocab_size = tokens.target_vocab_size
-    state = {"model": sentence_state, "words": source_word_counts(tokens, inputs),
-             "word_tags": source_word_tags(tokens, inputs), "max_lengths": tf.convert_to_tensor(max_lengths, tf.int32)}
+    state = {"model": sentence_state, "max_lengths": tf.convert_to_tensor(max_lengths, tf.int32)}
+    if tokens.words_in_target:
+        state["sources"] = tf.convert_to_tensor(inputs, tf.int32)
+    else:
+        state.update(words=source_word_counts(tokens, inputs), word_tags=source_word_tags(tokens, inputs))
 
     def scoring_fn(ids, step, states, sentences):
         scores, states = symbols_to_logits_fn(ids, step, states, sentences["model"])
         log_probs = scores if normalized else next_token_log_probs(scores, vocab_size)
         per_row = lambda values: tf.repeat(values, beam_size, axis=0)  # noqa: E731 - row s * beam + b: sentence s
-        allowed = allowed_tokens(tokens, ids, step, per_row(sentences["words"]), per_row(sentences["max_lengths"]),
-                                 per_row(sentences["word_tags"]))
+        if tokens.words_in_target:
+            allowed = allowed_tokens_with_words(tokens, ids, step, per_row(sentences["sources"]),
+                                                per_row(sentences["max_lengths"]))
+        else:
+            allowed = allowed_tokens(tokens, ids, step, per_row(sentences["words"]),
+                                     per_row(sentences["max_lengths"]), per_row(sentences["word_tags"]))
         return tf.where(allowed, log_probs, _IMPOSSIBLE), states
 
     return scoring_fn, state

@@ -58,6 +58,9 @@ class ParseF1Scorer:
 
     metric_names = ("f1",)
 
+    def __init__(self, leaf_words=False):
+        self.leaf_words = leaf_words  # linearised trees write the words where tags would be (ptb_tree.linearise)
+
     def __call__(self, hypotheses, references, sources):
         files = self.evaluation_files(hypotheses, references, sources)
         return evalb.evaluate_lines(files["gold"], files["decoded"]).as_dict()
@@ -69,9 +72,11 @@ class ParseF1Scorer:
         two files written out gives the same figures."""
         if not len(hypotheses) == len(references) == len(sources):
             raise ValueError(f"{len(hypotheses)} hypotheses, {len(references)} references, {len(sources)} sources")
-        gold = [evalb_line(_as_tree(reference, source.split()) or ptb_tree.delinearise("", source.split()))
+        gold = [evalb_line(_as_tree(reference, source.split(), self.leaf_words)
+                           or ptb_tree.delinearise("", source.split()))
                 for reference, source in zip(references, sources)]
-        decoded = [evalb_line(_as_tree(hypothesis, source.split())) for hypothesis, source in zip(hypotheses, sources)]
+        decoded = [evalb_line(_as_tree(hypothesis, source.split(), self.leaf_words))
+                   for hypothesis, source in zip(hypotheses, sources)]
         return {"gold": gold, "decoded": decoded}
 
     def headline(self, scores):
@@ -81,7 +86,7 @@ class ParseF1Scorer:
         return dict([self.headline(scores)])
 
 
-def _as_tree(text, words):
+def _as_tree(text, words, leaf_words=False):
     """A PTB tree string parsed as it is, or linearised text de-linearised onto `words`; None if empty."""
     if not text.strip():
         return None
@@ -90,4 +95,4 @@ def _as_tree(text, words):
             return ptb_tree.parse_tree(text)
         except UserError:
             pass
-    return ptb_tree.delinearise(text, words)
+    return ptb_tree.delinearise(text, words, leaf_words=leaf_words)
