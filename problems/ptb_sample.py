@@ -71,6 +71,13 @@ class PtbSampleParsing(ParsingProblem):
     vocab_size = property(lambda self: self.settings.source_vocab_size if self.words_in_target else 400)
     scorer = property(lambda self: ParseF1Scorer(leaf_words=self.words_in_target))
 
+    @property
+    def postprocess_note(self):
+        if not self.words_in_target:
+            return super().postprocess_note
+        return ("decoded linearised trees, the words in place of tags, are put onto the source words: t2t_repro.data"
+                ".ptb_tree.delinearise(output, source.split(), leaf_words=True).to_ptb(escape=True)")
+
     def data_version(self):
         return dict(super().data_version(), reader=source_digest([nltk_treebank.__file__]))
 

@@ -27,6 +27,11 @@ A slot is a tag EVALB keeps for an ordinary word, and for a one-piece punctuatio
 says which (the tag of "'", and of a word of several pieces without a letter or digit, is the model's choice).
 So EVALB deletes the same words from the decoded tree as from the gold one, and scores the sentence.
 
+Where the words themselves stand in the tree (`TreeTokens.words_in_target`, one vocabulary for both sides,
+`allowed_tokens_with_words`), there are no slots: the next word is the source's next piece, allowed where a slot
+would be; a word once begun is written to its end (its pieces that do not start a word) before anything else; and
+the pieces still to write take the place of the slots still to place in what follows.
+
 Each token is allowed only when the shortest completion after it, (n - placed) slots, the closers of the open
 brackets and EOS, still fits in M. Should M leave no room for any tree (fewer than n + 3 tokens), the hypothesis
 is left unconstrained rather than given no token at all; the parsing problems' limit is the input length + 300.
