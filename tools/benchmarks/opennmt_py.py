@@ -109,9 +109,9 @@ def run(command, threads, log_file=None):
     return seconds, done.stdout
 
 
-def t2t_hparams(args):
-    """transformer_small's values as the installed t2t-repro lists them (`--hparams_help`): name -> value."""
-    _, output = run([Path(args.t2t_bin) / "t2t-repro-trainer", f"--hparams={SET}", "--hparams_help"], args.threads)
+def t2t_hparams(args, name=SET):
+    """The set `name`'s values as the installed t2t-repro lists them (`--hparams_help`): name -> value."""
+    _, output = run([Path(args.t2t_bin) / "t2t-repro-trainer", f"--hparams={name}", "--hparams_help"], args.threads)
     values = {}
     for fields in (line.split(maxsplit=2) for line in output.splitlines()):
         try:
@@ -190,13 +190,14 @@ def train_config(args, run_dir, small):
     }
 
 
-def train(args):
-    """onmt_train, noting the wall time (from its start) at which each checkpoint appears."""
+def train(args, config=None, launcher=None, extra=None):
+    """onmt_train (or `launcher`, given "-config FILE") on train_config's `config`, noting the wall time (from its
+    start) at which each checkpoint appears; `extra(run_dir)` gives fields to add to the result."""
     import yaml
 
     run_dir = Path(args.work) / args.name
     own_directory(run_dir)
-    config = train_config(args, run_dir, t2t_hparams(args))
+    config = config or train_config(args, run_dir, t2t_hparams(args))
     if args.train_from:
         config["train_from"] = args.train_from
     tag = f"to{args.train_steps}"
@@ -204,7 +205,7 @@ def train(args):
     times_file = run_dir / "checkpoint_times.json"
     times = json.loads(times_file.read_text()) if times_file.exists() else {}
     offset = max(times.values()) if args.train_from and times else 0.0
-    command = [Path(args.onmt_bin) / "onmt_train", "-config", run_dir / f"config_{tag}.yaml"]
+    command = [*(launcher or [Path(args.onmt_bin) / "onmt_train"]), "-config", run_dir / f"config_{tag}.yaml"]
     print("$ " + " ".join(map(str, command)), file=sys.stderr, flush=True)
     with open(run_dir / f"train_{tag}.log", "w") as out:
         start = time.time()
@@ -222,7 +223,7 @@ def train(args):
     speed = log_tokens_per_second(run_dir / f"train_{tag}.log")
     record(args.work, {"step": "train", "name": args.name, "learning_rate": args.learning_rate,
                        "train_steps": args.train_steps, "seconds": seconds, "threads": args.threads,
-                       "target_tokens_per_s": speed})
+                       "target_tokens_per_s": speed, **(extra(run_dir) if extra else {})})
 
 
 _ONMT_REPORT = re.compile(r"Step (\d+)/\s*\d+;.* (\d+)/\s*(\d+) tok/s;\s+(\d+) sec")
@@ -244,9 +245,9 @@ def checkpoints(run_dir, step, average):
     return [Path(run_dir) / f"model_step_{s}.pt" for s in window(step, average)]
 
 
-def averaged_model(args, name, step, average):
+def averaged_model(args, name, step, average, models=None):
     run_dir = Path(args.work) / name
-    models = checkpoints(run_dir, step, average)
+    models = models or checkpoints(run_dir, step, average)
     if len(models) == 1:
         return models[0]
     output = run_dir / f"average_{step}_{average}.pt"
@@ -255,10 +256,10 @@ def averaged_model(args, name, step, average):
     return output
 
 
-def translate_command(args, model, source, output):
+def translate_command(args, model, source, output, settings=DECODE, max_length=250):
     return [Path(args.onmt_bin) / "onmt_translate", "-model", model, "-src", source, "-output", output,
-            "-beam_size", DECODE["beam_size"], "-length_penalty", "wu", "-alpha", DECODE["alpha"],
-            "-batch_size", DECODE["batch_size"], "-batch_type", "sents", "-max_length", 250,
+            "-beam_size", settings["beam_size"], "-length_penalty", "wu", "-alpha", settings["alpha"],
+            "-batch_size", settings["batch_size"], "-batch_type", "sents", "-max_length", max_length,
             "-max_length_ratio", 0, "-report_time"]
 
 
