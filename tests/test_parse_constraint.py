@@ -19,23 +19,30 @@ TOKENS = TreeTokens(target_vocab_size=11, source_vocab_size=8, openers=(OPEN_S, 
                     closers=(CLOSE_S, CLOSE_NP, CLOSE_VP), slots=(NN, VB), word_starts=(3, 4, 5))
 
 
-def well_formed(ids, words):
-    """True when `ids` (ending in EOS) are one tree with matching brackets and exactly `words` tags."""
-    stack, slots, closed_root = [], 0, False
+def tree_leaves(ids, tokens=TOKENS):
+    """The tokens between the brackets of `ids` (ending in EOS) when they are one tree of matching brackets (a token
+    outside the root is not a tree), else None."""
+    stack, leaves, closed_root = [], [], False
     for token in ids[: ids.index(EOS_ID)] if EOS_ID in ids else ids:
         if closed_root:
-            return False
-        if token in TOKENS.openers:
-            stack.append(TOKENS.closers[TOKENS.openers.index(token)])
-        elif token in TOKENS.closers:
+            return None
+        if token in tokens.openers:
+            stack.append(tokens.closers[tokens.openers.index(token)])
+        elif token in tokens.closers:
             if not stack or stack.pop() != token:
-                return False
+                return None
             closed_root = not stack
-        elif token in TOKENS.slots and stack:
-            slots += 1
+        elif stack:
+            leaves.append(token)
         else:
-            return False
-    return EOS_ID in ids and closed_root and slots == words
+            return None
+    return leaves if EOS_ID in ids and closed_root else None
+
+
+def well_formed(ids, words):
+    """True when `ids` (ending in EOS) are one tree with matching brackets and exactly `words` tags."""
+    leaves = tree_leaves(ids)
+    return leaves is not None and len(leaves) == words and all(leaf in TOKENS.slots for leaf in leaves)
 
 
 def _random_scoring(seed):

@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from conftest import PTB_SAMPLE_SPLIT, run_cli_in_process, write_ptb_sample_zip
+from test_parse_constraint import tree_leaves
 from t2t_repro import catalog
 from t2t_repro.data import ptb_tree
 from t2t_repro.data.tree_tokens import TreeTokens
@@ -28,21 +29,7 @@ SOURCES = [[7, 10, 11, 8, 9, EOS_ID, PAD_ID],  # 3 words, the first in 3 pieces
 
 def tree_on(ids, source):
     """True when `ids` (ending in EOS) are one tree of matching brackets whose other tokens are `source`'s pieces."""
-    stack, pieces, ended = [], [], False
-    for token in ids[: ids.index(EOS_ID)] if EOS_ID in ids else ids:
-        if ended:
-            return False
-        if token in TOKENS.openers:
-            stack.append(TOKENS.closers[TOKENS.openers.index(token)])
-        elif token in TOKENS.closers:
-            if not stack or stack.pop() != token:
-                return False
-            ended = not stack
-        elif stack:
-            pieces.append(token)
-        else:
-            return False
-    return EOS_ID in ids and ended and pieces == [piece for piece in source if piece > EOS_ID]
+    return tree_leaves(ids, TOKENS) == [piece for piece in source if piece > EOS_ID]
 
 
 def _search(beam_size, seed, extra_length=30):
