@@ -33,9 +33,10 @@ class PtbSampleSettings:
     train_files: str = setting("1-159", _FILES_HELP.format("train", "1-159 or 1-99+120-159"))
     dev_files: str = setting("160-179", _FILES_HELP.format("dev (model choice, never test)", "160-179"))
     test_files: str = setting("180-199", _FILES_HELP.format("test", "180-199"))
-    source_vocab_size: int = setting(4000, "the source (words) vocabulary's size, BPE pieces")
+    source_vocab_size: int = setting(4000, "the words' vocabulary's size, BPE pieces (with target_tags=words the one "
+                                                   "vocabulary of both sides)")
     target_tags: str = setting(
-        KEEP_TAGS, "what stands in a linearised tree for each word: keep, its part-of-speech tag (as "
+        WORD_LEAVES, "what stands in a linearised tree for each word: keep, its part-of-speech tag (as "
         "wsj_parsing); placeholder, the one symbol XX (the output tree then gets punctuation tags from the word "
         "forms and XX elsewhere); words, the word itself, in the source's pieces (one vocabulary for both sides of "
         "source_vocab_size pieces; the output tree's tags as with placeholder)",

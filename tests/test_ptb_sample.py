@@ -42,11 +42,11 @@ def test_registered_with_the_samples_split_by_file_and_the_parsing_defaults():
     assert [len(numbers) for _, numbers in ranges.values()] == [159, 20, 20]
     assert ranges["dev_files"][1][0] == 160 and ranges["test_files"][1][-1] == 199
     assert (problem.decode_settings.beam_size, problem.decode_settings.alpha) == (21, 0.3)
-    assert not problem.shared_vocabulary
+    assert problem.settings.target_tags == "words" and problem.shared_vocabulary  # the words in the tree
 
 
 def test_zip_and_unpacked_folder_give_the_same_cleaned_pairs(combined, zipped, tmp_path):
-    problem = _problem()
+    problem = _problem(SPLIT + ",target_tags=keep")
     from_zip = list(problem.raw_pairs("test", None, zipped))
     assert from_zip == list(problem.raw_pairs("test", None, combined))
     assert list(problem.raw_pairs("test", None, combined / "treebank" / "combined")) == from_zip
