@@ -65,12 +65,15 @@ class PtbSampleParsing(ParsingProblem):
     # softmax small: brackets and tags are fixed single pieces, and SentencePiece adds pieces only for the rare
     # labels outside the Treebank's set; the vocabulary takes what the train trees give. With the words
     # themselves in the tree both sides share one vocabulary, so that a word is the same pieces on both.
-    target_vocab_size = 400
+    vocab_size = target_vocab_size = 400
     source_vocab_size = property(lambda self: self.settings.source_vocab_size)
     words_in_target = property(lambda self: self.settings.target_tags == WORD_LEAVES)
     shared_vocabulary = property(lambda self: self.words_in_target)
-    vocab_size = property(lambda self: self.settings.source_vocab_size if self.words_in_target else 400)
     scorer = property(lambda self: ParseF1Scorer(leaf_words=self.words_in_target))
+
+    def vocab_size_setting(self, side):
+        """The one vocabulary of the words in the tree is sized by source_vocab_size, the words' setting."""
+        return "source_vocab_size" if side == "shared" else super().vocab_size_setting(side)
 
     @property
     def postprocess_note(self):

@@ -3,6 +3,7 @@ pieces are written in order where tags would stand, one vocabulary for both side
 them, so that every output is a tree on the sentence's own words."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -109,3 +110,16 @@ def test_trainer_with_words_in_the_tree_scores_every_test_sentence(tmp_path):
     gold = [source.split() for source, _ in problem.text_pairs("test", tmp_path / "data")]
     decoded = (tmp_path / "out" / "test_decoded.txt").read_text().splitlines()
     assert [ptb_tree.parse_tree(line).words() for line in decoded] == gold
+
+
+@pytest.mark.parametrize("size, message", [
+    (40, r"source_vocab_size=40 is too small"),
+    (9000, r"source_vocab_size=9000 cannot be reached: .* set source_vocab_size=\d+ or less"),
+])
+def test_the_one_vocabulary_is_sized_by_source_vocab_size_and_refused_by_that_name(tmp_path, size, message):
+    sample = write_ptb_sample_zip(tmp_path / "sample")
+    overrides = PTB_SAMPLE_SPLIT.replace("source_vocab_size=400", f"source_vocab_size={size}")
+    result = run_cli_in_process("datagen", "--problem=ptb_sample_parsing", f"--problem_overrides={overrides}",
+                                f"--manual_dir={sample}", f"--data_dir={tmp_path / 'data'}")
+    assert result.returncode == 2 and re.search(message, result.stderr.strip().splitlines()[-1]), result.stderr
+    assert not (tmp_path / "data" / "ptb_sample_parsing").exists()

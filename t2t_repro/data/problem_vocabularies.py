@@ -58,7 +58,7 @@ def check_vocabulary_size(problem, side, trained_size):
     reached = (f"SentencePiece's {problem.vocab_model_type} training on {text} reaches {trained_size:,} "
                f"pieces, not the {requested:,} requested")
     if _size_is_a_setting(problem, side):
-        remedy = "vocab_size" if side == "shared" else f"{side}_vocab_size"  # one side's own size, if separate
+        remedy = name if side == "shared" else f"{side}_vocab_size"  # one side's own size, if separate
         raise UserError(f"problem {problem.name}: {name}={requested} cannot be reached: {reached}; set "
                         f"{remedy}={trained_size} or less (--problem_overrides)")
     print(f"{problem.name}: {reached} (its class fixes {name}; for your own files translate_files and "
