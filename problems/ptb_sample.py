@@ -13,8 +13,7 @@ ranges. The sample is about a twelfth of WSJ's training trees, so its figures ar
 import dataclasses
 
 from t2t_repro.data import nltk_treebank, ptb_tree
-from t2t_repro.data.parsing import PHRASE_LABELS, WORD_BOUNDARY, ParsingProblem, tree_to_pair
-from t2t_repro.data.tree_tokens import TreeTokens
+from t2t_repro.data.parsing import WORD_BOUNDARY, ParsingProblem, tree_to_pair
 from t2t_repro.data.problem import SPLITS
 from t2t_repro.data.text_problem import source_digest
 from t2t_repro.errors import UserError
@@ -122,13 +121,3 @@ class PtbSampleParsing(ParsingProblem):
         if self.words_in_target:
             return tuple(symbol for symbol in symbols if symbol[1] in "()")
         return symbols
-
-    def output_constraint(self, vocabularies):
-        if not self.words_in_target:
-            return super().output_constraint(vocabularies)
-        return TreeTokens.from_vocabularies(vocabularies, PHRASE_LABELS, (), self.max_openers_in_a_row,
-                                            words_in_target=True)
-
-    def postprocess(self, decoded_text, source_text):
-        return ptb_tree.delinearise(decoded_text, source_text.split(),
-                                    leaf_words=self.words_in_target).to_ptb(escape=True)

@@ -70,6 +70,7 @@ class ParsingProblem(TextPairProblem):
     # Treebank sample's 3,914 cleaned trees have at most 6, and an undertrained model would otherwise spend its
     # whole length budget on chains of one label.
     max_openers_in_a_row = 8
+    words_in_target = False  # True: the words themselves stand in the tree where tags would (ptb_tree.linearise)
 
     def treebank_dir(self, tmp_dir, manual_dir):
         """The directory holding `<NN>/wsj_<NNnn>.mrg`; by default the user's --manual_dir."""
@@ -127,9 +128,11 @@ class ParsingProblem(TextPairProblem):
     def output_constraint(self, vocabularies):
         """The tree symbols' ids: decoders extend only hypotheses that can still become a tree with one tag per
         source word and balanced brackets (`t2t_repro.decode.tree_constraint`)."""
-        return TreeTokens.from_vocabularies(vocabularies, PHRASE_LABELS, POS_TAGS, self.max_openers_in_a_row)
+        return TreeTokens.from_vocabularies(vocabularies, PHRASE_LABELS, POS_TAGS, self.max_openers_in_a_row,
+                                            words_in_target=self.words_in_target)
 
     def postprocess(self, decoded_text, source_text):
         """The decoded linearised tree, repaired and put onto the source words, as a PTB tree string; a bracket
         in a word is written -LRB- / -RRB- as the Treebank does, so that every output line reads back as a tree."""
-        return ptb_tree.delinearise(decoded_text, source_text.split()).to_ptb(escape=True)
+        return ptb_tree.delinearise(decoded_text, source_text.split(),
+                                    leaf_words=self.words_in_target).to_ptb(escape=True)
