@@ -2,26 +2,26 @@
 Treebank sample, the words themselves in the linearised tree): test EVALB F1, precision, recall and error
 sentences after the same wall-clock training budget, and test decoding sentences per second at beam 21.
 
-Both read the same pairs and the same pieces: `prepare` takes the problem's own (source, target) pairs
-(`raw_pairs`, from the treebank in --manual_dir), encodes them with the shared 4,000-piece SentencePiece model of
-t2t-repro's data (DATA_DIR/ptb_sample_parsing/vocab.model, the bracket tokens single pieces) and checks that the
-ids, EOS appended, are exactly those of DATA_DIR's records for every split, and the dev and test texts exactly
-those of its pairs files. OpenNMT-py gets one vocabulary of those pieces for both sides and tied source, target
-and generator embeddings; training pairs of more than max_length - 1 pieces a side are left out, as t2t-repro
-drops those of more than max_length ids with EOS. Its recipe is transformer_parsing_small's, read from the
-t2t-repro in --t2t_bin (`t2t-repro-trainer --hparams=transformer_parsing_small --hparams_help`): transformer_small's
-shape (3+3 layers, d_model 256, d_ff 1024, 4 heads, sinusoidal positions, no attention biases), dropout 0.3,
-attention dropout 0.1, label smoothing 0.1, Adam beta2 0.98, noam decay at learning-rate factor 1.0 (the
-set's learning_rate_scale: t2t-repro's schedule exactly), 1,000 warm-up steps, 2,048-token batches normalized by
-tokens, no clipping, Glorot initialization, at most train_steps (3,000) updates. `train` runs onmt_train with a
-training-time budget as t2t-repro's --max_train_minutes (OpenNMT-py has none): the loop ends at the first update
-that ends after the budget, measured from the loop's first batch, and that step is saved; checkpoints are written
-every train_steps / (4 x checkpoint_average_count) = 150 steps and whenever --checkpoint_minutes passed since the
-last one, as t2t-repro's trainer does. The last 5 checkpoints are averaged; decoding is section 6.3's (beam 21,
-GNMT length penalty alpha 0.3), 32 sentences a batch. `score` scores the detokenised outputs exactly as t2t-repro
-scores its own test outputs: the problem's postprocess (delinearise onto the source words, leaf_words) and its
-ParseF1Scorer, t2t-repro's EVALB with COLLINS.prm, writing the canonical decoded and gold files (evalb.c or
-t2t-repro-evalb on them gives the same figures).
+Both read the same pairs and the same pieces: `prepare` takes the problem's own (source, target) pairs (`raw_pairs`,
+from the treebank in --manual_dir), encodes them with the shared 4,000-piece SentencePiece model of t2t-repro's data
+(DATA_DIR/ptb_sample_parsing/vocab.model, the bracket tokens single pieces) and checks that the ids, EOS appended,
+are exactly those of DATA_DIR's records for every split, and the dev and test texts exactly those of its pairs
+files. OpenNMT-py gets one vocabulary of those pieces for both sides and tied source, target and generator
+embeddings; training pairs of more than max_length - 1 pieces a side are left out, as t2t-repro drops those of more
+than max_length ids with EOS. Its recipe is transformer_parsing_small's, read from the t2t-repro in --t2t_bin
+(`t2t-repro-trainer --hparams=transformer_parsing_small --hparams_help`): transformer_small's shape (3+3 layers,
+d_model 256, d_ff 1024, 4 heads, sinusoidal positions, no attention biases), dropout 0.1 (0.3 when the measured run
+was made: --dropout=0.3 repeats it), attention dropout 0.1, label smoothing 0.1, Adam beta2 0.98, noam decay at
+learning-rate factor 1.0 (the set's learning_rate_scale: t2t-repro's schedule exactly), 1,000 warm-up steps,
+2,048-token batches normalized by tokens, no clipping, Glorot initialization, at most train_steps (3,000) updates.
+`train` runs onmt_train with a training-time budget as t2t-repro's --max_train_minutes (OpenNMT-py has none): the
+loop ends at the first update that ends after the budget, measured from the loop's first batch, and that step is
+saved; checkpoints are written every train_steps / (4 x checkpoint_average_count) = 150 steps and whenever
+--checkpoint_minutes passed since the last one, as t2t-repro's trainer does. The last 5 checkpoints are averaged;
+decoding is section 6.3's (beam 21, GNMT length penalty alpha 0.3), 32 sentences a batch. `score` scores the
+detokenised outputs exactly as t2t-repro scores its own test outputs: the problem's postprocess (delinearise onto
+the source words, leaf_words) and its ParseF1Scorer, t2t-repro's EVALB with COLLINS.prm, writing the canonical
+decoded and gold files (evalb.c or t2t-repro-evalb on them gives the same figures).
 
 Still different, to state beside the figures: OpenNMT-py decodes without the tree constraint that t2t-repro
 applies by default, so its outputs may be ill-formed: they are repaired onto the source words before EVALB (its
@@ -320,7 +320,7 @@ def main():
     sub.add_argument("--checkpoint_steps", type=int, default=None, help="default: train_steps / (4 x 5)")
     sub.add_argument("--train_steps", type=int, default=None, help=f"default: {SET}'s")
     sub.add_argument("--learning_rate", type=float, default=None, help=f"noam factor; default {SET}'s (1.0)")
-    sub.add_argument("--dropout", type=float, default=None, help=f"default: {SET}'s (0.3)")
+    sub.add_argument("--dropout", type=float, default=None, help=f"default: {SET}'s (0.1)")
     sub.add_argument("--seed", type=int, default=1234)
     sub.set_defaults(train_from=None)
     sub = steps.add_parser("onmt_train_budgeted", help="(run by train)")
