@@ -47,19 +47,17 @@ Steps (t2t-repro in VENV, PTB holding treebank.zip), each printing a JSON line a
 import argparse
 import json
 import math
-import os
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 from opennmt_py import read_lines, record, write_lines
+from opennmt_py_parsing import under_t2t_repro
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 SPLITS = ("train", "dev", "test")
 PLACEHOLDER_TAG = "XX"  # t2t_repro.data.ptb_tree.PLACEHOLDER_TAG
-IN_T2T = "BENEPAR_HARNESS_IN_T2T_PYTHON"
 
 BENEPAR_RECIPE = dict(  # benepar 0.2.0's make_hparams (src/main.py), its recipe without pre-training (EXPERIMENTS.md)
     batch_size=250, learning_rate=0.0008, learning_rate_warmup_steps=160, clip_grad_norm=0.0, checks_per_epoch=4,
@@ -89,16 +87,6 @@ def t2t_repro_modules():
     from t2t_repro.data import ptb_tree
     from t2t_repro.evaluate import evalb, evalb_files
     return ptb_tree, evalb, evalb_files
-
-
-def in_t2t_python(args):
-    """Returns in --t2t_bin's python; elsewhere runs this same command with it and exits with its status."""
-    if os.environ.get(IN_T2T) == "1":
-        return
-    if not args.t2t_bin:
-        sys.exit(f"{args.command} needs t2t-repro: give --t2t_bin (the bin directory of its venv)")
-    command = [str(Path(args.t2t_bin) / "python"), __file__, *sys.argv[1:]]
-    sys.exit(subprocess.run(command, env=dict(os.environ, **{IN_T2T: "1"})).returncode or None)
 
 
 def prediction_line(line, gold_line, ptb_tree, evalb_files, tags="gold"):
@@ -214,7 +202,8 @@ def model_hparams(args):
 
 def prepare(args):
     """Each split's cleaned trees, one canonical line each, read by t2t-repro's own code."""
-    in_t2t_python(args)
+    if not under_t2t_repro(args):
+        return
     from t2t_repro import catalog
     from t2t_repro.evaluate.evalb_files import evalb_line
 
@@ -347,7 +336,8 @@ def parse(args):
 
 def score(args):
     """t2t-repro's EVALB (COLLINS.prm) on the predicted test trees against the prepared gold test trees."""
-    in_t2t_python(args)
+    if not under_t2t_repro(args):
+        return
     run_dir = Path(args.work) / args.name
     predicted, gold = read_lines(run_dir / "test.predicted.trees"), read_lines(tree_file(args.work, "test"))
     scores = evalb_scores(gold, predicted, t2t_repro_modules())

@@ -78,14 +78,15 @@ EXTRA_LENGTH = 300  # t2t-repro: at most source length (EOS included) + 300 outp
 
 
 def under_t2t_repro(args):
-    """True when t2t_repro imports in this python; otherwise this same command is run with --t2t_bin's python."""
+    """True when t2t_repro imports in this python; otherwise the command that ran (this script or another harness
+    importing this function) is run again with --t2t_bin's python."""
     try:
         import t2t_repro  # noqa: F401
         return True
     except ImportError:
         if not args.t2t_bin:
             sys.exit(f"{args.command} needs t2t-repro: give --t2t_bin (the bin directory of its venv)")
-        done = subprocess.run([str(Path(args.t2t_bin) / "python"), __file__, *sys.argv[1:]],
+        done = subprocess.run([str(Path(args.t2t_bin) / "python"), sys.argv[0], *sys.argv[1:]],
                               env=base.environment(args.threads))
         if done.returncode:
             sys.exit(done.returncode)
