@@ -120,8 +120,8 @@ class ParsingProblem(TextPairProblem):
     def vocab_user_symbols(self):
         """Every bracket token and tag of the Treebank's label set, each kept as one piece. The symbols carry
         SentencePiece's word-boundary mark, so a target token is one piece (not a boundary piece plus the
-        token) and source words are never cut at a tag's letters. Labels outside the set still encode, as
-        several pieces."""
+        token) and a source word is cut at a tag's letters only where it begins with them (`INC.` is
+        `▁IN C .`, `CANNON` is not cut at `NN`). Labels outside the set still encode, as several pieces."""
         tokens = [f"({label}" for label in PHRASE_LABELS] + [f"){label}" for label in PHRASE_LABELS]
         return tuple(WORD_BOUNDARY + token for token in tokens + list(POS_TAGS))
 
