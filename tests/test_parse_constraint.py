@@ -183,6 +183,29 @@ def test_cached_and_uncached_constrained_searches_agree(parser):
     np.testing.assert_allclose(cached[1].numpy(), uncached[1].numpy(), rtol=1e-5)
 
 
+def test_samples_are_trees_on_the_words_and_top_k_1_samples_the_greedy_tree(parsing_run):
+    # The decoder's sampler (t2t-repro-decoder --sampling) as run_decoder builds it, raw outputs (no postprocess).
+    from t2t_repro.decode.decode_text import search_texts_nbest
+    from t2t_repro.decode_settings import SamplingSettings
+    from t2t_repro.run.jobs import run_decoder
+
+    def outputs(**flags):
+        decoder = run_decoder(str(parsing_run), extra_length=30, **flags)
+        results = search_texts_nbest(SENTENCES, decoder.search, decoder.vocabularies, decoder.settings,
+                                     progress=False)
+        return [hypothesis.text for per_input in results for hypothesis in per_input]
+
+    hot = SamplingSettings("topk:8", temperature=3.0, seed=1)
+    words = [len(sentence.split()) for sentence in SENTENCES for _ in range(3)]
+    sampled = outputs(sampling=hot, nbest=3)
+    assert all(is_tree_on(text, n) for text, n in zip(sampled, words)), sampled
+    assert len(set(sampled)) > len(SENTENCES)  # samples, not one tree per sentence
+    free = outputs(sampling=hot, nbest=3, constrained_output=False)
+    assert not all(is_tree_on(text, n) for text, n in zip(free, words))
+    greedy = outputs(beam_size=1)
+    assert outputs(sampling=SamplingSettings("topk:1", temperature=2.0, seed=5)) == greedy
+
+
 def test_served_parser_answers_a_raw_sentence_with_a_tree_on_its_words(parsing_run, tmp_path):
     from test_nbest_export import LIMITS, _served
 

@@ -13,6 +13,11 @@ model, log P(Y | X) at temperature 1 and unrestricted, the number t2t-repro-deco
 length-normalised, and not the probability of drawing it. With nbest N, N samples are drawn per input and
 returned most likely first.
 
+A problem's output constraint (parsing's trees on the source words, `t2t_repro.decode.tree_constraint`) holds
+for samples as for the beam search's hypotheses: each token is drawn among the allowed ones only, with their
+log-probabilities as they are (not renormalised), so every sample is a well-formed tree and its score is still
+its log-probability under the model; `constrained_output=False` samples freely.
+
 The candidates of a step are ranked as the beam search ranks a beam's: by the hypothesis' log-probability with
 each token, ties to the lower id. So top-k with K = 1 takes the token the greedy search (beam size 1) takes, and
 its outputs are the greedy search's.
@@ -38,6 +43,7 @@ from t2t_repro.decode.decode_text import batch_results, padded_batch
 from t2t_repro.decode.log_probs import next_token_log_probs
 from t2t_repro.decode.top_k import top_k
 from t2t_repro.decode.transformer_search import max_output_lengths
+from t2t_repro.decode.tree_constraint import constrain
 from t2t_repro.decode_settings import TOP_P
 from t2t_repro.special_tokens import EOS_ID, PAD_ID
 
@@ -76,7 +82,7 @@ def _drawing_function(sampling, vocab_size):
     return draw
 
 
-def sample(model, inputs, settings, sampling, seeds):
+def sample(model, inputs, settings, sampling, seeds, constraint=None):
     """Ancestral sampling as TensorFlow ops, for use inside a `tf.function`.
 
     Args:
@@ -86,6 +92,8 @@ def sample(model, inputs, settings, sampling, seeds):
             not used).
         sampling: a `SamplingSettings` with a sampling method.
         seeds: int32 [batch, nbest, 2], each sample's random seed (`sample_seeds`).
+        constraint: the problem's output constraint (`TreeTokens`), applied unless settings.constrained_output is
+            False; None: none.
 
     Returns:
         ids: int32 [batch, nbest, length], most likely first; positions after a sample's end are PAD (0).
@@ -95,16 +103,22 @@ def sample(model, inputs, settings, sampling, seeds):
     samples, vocab_size = settings.nbest, model.vocab_size
     batch = tf.shape(inputs)[0]
     # Row s * samples + k is sample k of sentence s, as the model's scoring function lays out beams.
-    max_lengths = tf.repeat(max_output_lengths(model, inputs, settings.extra_length), samples)
+    sentence_max_lengths = max_output_lengths(model, inputs, settings.extra_length)
+    max_lengths = tf.repeat(sentence_max_lengths, samples)
     longest = tf.reduce_max(max_lengths)
     symbols_to_logits_fn, cache, sentences = model.scoring_function(inputs, samples)
+    log_probs_of = lambda logits: next_token_log_probs(logits, vocab_size)  # noqa: E731
+    if constraint is not None and settings.constrained_output:
+        symbols_to_logits_fn, sentences = constrain(symbols_to_logits_fn, sentences, constraint, inputs,
+                                                    sentence_max_lengths, samples, normalized=False)
+        log_probs_of = tf.identity  # already log-probabilities, -inf where not allowed
     uniforms = tf.map_fn(lambda seed: tf.random.stateless_uniform([longest], seed), tf.reshape(seeds, [-1, 2]),
                          fn_output_signature=tf.float32)
     draw = _drawing_function(sampling, vocab_size)
 
     def body(step, ids, log_probs, done, cache):
         logits, cache = symbols_to_logits_fn(ids, step, cache, sentences)
-        next_log_probs = tf.reshape(next_token_log_probs(logits, vocab_size), [-1, vocab_size])
+        next_log_probs = tf.reshape(log_probs_of(logits), [-1, vocab_size])
         tokens = tf.where(done, PAD_ID, draw(log_probs, next_log_probs, uniforms[:, step]))
         log_probs += tf.where(done, 0.0, tf.gather(next_log_probs, tokens, batch_dims=1))
         done = done | tf.equal(tokens, EOS_ID) | (step + 1 >= max_lengths)
@@ -122,12 +136,14 @@ def sample(model, inputs, settings, sampling, seeds):
     return ids, log_probs
 
 
-def sampling_search(model, settings, sampling):
+def sampling_search(model, settings, sampling, constraint=None):
     """The batch search (`t2t_repro.decode.decode_text`) that samples settings.nbest outputs per source with
-    `sampling`, compiled once per model and settings; each output's score is its log-probability."""
-    key = ("sample", dataclasses.replace(settings, max_input_length=None), dataclasses.replace(sampling, seed=0))
+    `sampling` (within a problem's output `constraint`), compiled once per model and settings; each output's score
+    is its log-probability."""
+    key = ("sample", dataclasses.replace(settings, max_input_length=None), dataclasses.replace(sampling, seed=0),
+           constraint)
     compiled = compiled_for_model(
-        model, key, lambda model, inputs, seeds: sample(model, inputs, settings, sampling, seeds),
+        model, key, lambda model, inputs, seeds: sample(model, inputs, settings, sampling, seeds, constraint),
         [tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, settings.nbest, 2], tf.int32)],
     )
 

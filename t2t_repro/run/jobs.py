@@ -48,13 +48,14 @@ def run_decoder(output_dir, checkpoint=None, precision="float32", usr_dir=None, 
     else:
         loaded = restore_run(output_dir, checkpoint, precision, usr_dir)
         description = loaded.checkpoint
+    constraint = loaded.problem.output_constraint(loaded.vocabularies)
     if sampling is not None and sampling.sampling:
         settings = loaded.decode_settings(**sampling_flags(settings_flags))
-        search = sampling_search(loaded.model, settings, sampling)
+        search = sampling_search(loaded.model, settings, sampling, constraint)
     else:
         settings, sampling = loaded.decode_settings(**settings_flags), None
         search = tensorflow_search(loaded.model, settings, jit_compile, drop_finished=False if keep_finished else None,
-                                   constraint=loaded.problem.output_constraint(loaded.vocabularies))
+                                   constraint=constraint)
     return TextDecoder(search, settings, loaded.vocabularies, loaded.problem.postprocess, description, sampling)
 
 
