@@ -107,18 +107,19 @@ def sample(model, inputs, settings, sampling, seeds, constraint=None):
     max_lengths = tf.repeat(sentence_max_lengths, samples)
     longest = tf.reduce_max(max_lengths)
     symbols_to_logits_fn, cache, sentences = model.scoring_function(inputs, samples)
-    log_probs_of = lambda logits: next_token_log_probs(logits, vocab_size)  # noqa: E731
+    normalized = False  # True: the scoring function gives log-probabilities (-inf where the constraint forbids)
     if constraint is not None and settings.constrained_output:
         symbols_to_logits_fn, sentences = constrain(symbols_to_logits_fn, sentences, constraint, inputs,
                                                     sentence_max_lengths, samples, normalized=False)
-        log_probs_of = tf.identity  # already log-probabilities, -inf where not allowed
+        normalized = True
     uniforms = tf.map_fn(lambda seed: tf.random.stateless_uniform([longest], seed), tf.reshape(seeds, [-1, 2]),
                          fn_output_signature=tf.float32)
     draw = _drawing_function(sampling, vocab_size)
 
     def body(step, ids, log_probs, done, cache):
         logits, cache = symbols_to_logits_fn(ids, step, cache, sentences)
-        next_log_probs = tf.reshape(log_probs_of(logits), [-1, vocab_size])
+        next_log_probs = tf.reshape(logits if normalized else next_token_log_probs(logits, vocab_size),
+                                    [-1, vocab_size])
         tokens = tf.where(done, PAD_ID, draw(log_probs, next_log_probs, uniforms[:, step]))
         log_probs += tf.where(done, 0.0, tf.gather(next_log_probs, tokens, batch_dims=1))
         done = done | tf.equal(tokens, EOS_ID) | (step + 1 >= max_lengths)
