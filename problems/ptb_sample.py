@@ -13,7 +13,7 @@ ranges. The sample is about a twelfth of WSJ's training trees, so its figures ar
 import dataclasses
 
 from t2t_repro.data import nltk_treebank, ptb_tree
-from t2t_repro.data.parsing import WORD_BOUNDARY, ParsingProblem, tree_to_pair
+from t2t_repro.data.parsing import POS_TAGS, WORD_BOUNDARY, ParsingProblem, tree_to_pair
 from t2t_repro.data.problem import SPLITS
 from t2t_repro.data.text_problem import source_digest
 from t2t_repro.errors import UserError
@@ -69,6 +69,8 @@ class PtbSampleParsing(ParsingProblem):
     words_in_target = property(lambda self: self.settings.target_tags == WORD_LEAVES)
     shared_vocabulary = property(lambda self: self.words_in_target)
     scorer = property(lambda self: ParseF1Scorer(leaf_words=self.words_in_target))
+    slot_tags = property(lambda self: {KEEP_TAGS: POS_TAGS, PLACEHOLDER_TAGS: (ptb_tree.PLACEHOLDER_TAG,),
+                                       WORD_LEAVES: ()}[self.settings.target_tags])
 
     def vocab_size_setting(self, side):
         """The one vocabulary of the words in the tree is sized by source_vocab_size, the words' setting."""

@@ -71,6 +71,22 @@ def test_placeholder_tags_write_one_symbol_for_every_word(combined):
         assert slots == ["XX"] * len(source.split())
 
 
+def test_the_constrained_decoder_writes_only_the_slot_symbols_the_targets_hold(zipped, tmp_path):
+    """With XX for every word no punctuation word is given its own tag (a piece the model never wrote there); with
+    the tags each punctuation word gets its tag, and XX, which those targets never hold, is no slot."""
+    slots = {}
+    for tags in ("keep", "placeholder"):
+        problem = _problem(SPLIT + f",target_tags={tags}")
+        problem.generate_data(tmp_path / tags, None, zipped)
+        vocabularies = problem.vocabularies(tmp_path / tags)
+        tokens = problem.output_constraint(vocabularies)
+        slots[tags] = {vocabularies.target.id_to_piece(i)[1:] for i in tokens.slots}
+        fixed = {vocabularies.target.id_to_piece(tag)[1:] for _, tag in tokens.fixed_tags}
+        assert not fixed if tags == "placeholder" else {".", ",", ":"} <= fixed
+    assert slots["placeholder"] == {"XX"}
+    assert "XX" not in slots["keep"] and {"NN", "DT", ".", ","} <= slots["keep"]
+
+
 @pytest.mark.parametrize("overrides, message", [
     ("train_files=1-8,dev_files=8-10,test_files=11-12", r"train_files=1-8 and dev_files=8-10 overlap \(file "
                                                          r"wsj_0008\.mrg\)"),

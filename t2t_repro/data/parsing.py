@@ -71,6 +71,7 @@ class ParsingProblem(TextPairProblem):
     # whole length budget on chains of one label.
     max_openers_in_a_row = 8
     words_in_target = False  # True: the words themselves stand in the tree where tags would (ptb_tree.linearise)
+    slot_tags = POS_TAGS  # what the targets write where a word stands: the tags, (XX,), or () with the words
 
     def treebank_dir(self, tmp_dir, manual_dir):
         """The directory holding `<NN>/wsj_<NNnn>.mrg`; by default the user's --manual_dir."""
@@ -128,7 +129,7 @@ class ParsingProblem(TextPairProblem):
     def output_constraint(self, vocabularies):
         """The tree symbols' ids: decoders extend only hypotheses that can still become a tree with one tag per
         source word and balanced brackets (`t2t_repro.decode.tree_constraint`)."""
-        return TreeTokens.from_vocabularies(vocabularies, PHRASE_LABELS, POS_TAGS, self.max_openers_in_a_row,
+        return TreeTokens.from_vocabularies(vocabularies, PHRASE_LABELS, self.slot_tags, self.max_openers_in_a_row,
                                             words_in_target=self.words_in_target)
 
     def postprocess(self, decoded_text, source_text):

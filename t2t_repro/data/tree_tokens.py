@@ -1,9 +1,9 @@
 """The ids of a linearised tree's symbols in a parsing problem's vocabularies: what a decoder needs to extend only
 hypotheses that can still become a tree (`t2t_repro.decode.tree_constraint`).
 
-    tokens = TreeTokens.from_vocabularies(vocabularies)
+    tokens = TreeTokens.from_vocabularies(vocabularies, PHRASE_LABELS, POS_TAGS)
     tokens.openers[i], tokens.closers[i]   # "(NP" and its ")NP", each one target piece
-    tokens.slots                           # the part-of-speech tags and XX: a word's place
+    tokens.slots                           # the tags the targets write (or XX): a word's place
     tokens.word_starts                     # source pieces that begin a word ("▁..."): a sentence's word count
     tokens.fixed_tags                      # (source piece, tag id): a punctuation word and its tag
 
@@ -21,7 +21,7 @@ is spelled in several pieces and cannot be produced under the constraint.
 
 import dataclasses
 
-from t2t_repro.data.ptb_tree import PLACEHOLDER_TAG, PUNCTUATION_TAGS
+from t2t_repro.data.ptb_tree import PUNCTUATION_TAGS
 
 WORD_BOUNDARY = "\u2581"  # SentencePiece's whitespace marker
 # The tag of each punctuation form. Beyond PUNCTUATION_TAGS, the Penn Treebank sample tags every "`" (10) as ``
@@ -38,7 +38,7 @@ class TreeTokens:
         target_vocab_size, source_vocab_size: the vocabularies' sizes.
         openers: ids of "(LABEL" pieces, each with its closer at the same index of `closers`.
         closers: ids of ")LABEL" pieces.
-        slots: ids of the tags (and XX) that stand for one word each.
+        slots: ids of the tags (or of XX) that stand for one word each.
         word_starts: source ids whose piece starts with SentencePiece's word boundary.
         punctuation_slots: the slots whose tag EVALB deletes (the values of PUNCTUATION_TAGS).
         fixed_tags: (source id, slot id) pairs: a one-piece punctuation word and its tag.
@@ -64,10 +64,12 @@ class TreeTokens:
 
     @classmethod
     def from_vocabularies(cls, vocabularies, labels, tags, max_openers_in_a_row=0, words_in_target=False):
-        """The tokens of `labels` (phrase labels) and `tags` (part-of-speech tags; XX is added) that are single
-        pieces of `vocabularies.target`, and the word-starting pieces of `vocabularies.source`. With
-        `words_in_target` (one vocabulary for both sides) the words stand in the tree in place of tags: no slots,
-        and the decoder writes each source word's own pieces (`tree_constraint.allowed_tokens_with_words`)."""
+        """The tokens of `labels` (phrase labels) and `tags` that are single pieces of `vocabularies.target`, and
+        the word-starting pieces of `vocabularies.source`. `tags` are the slot symbols the targets write: the
+        part-of-speech tags, or XX alone where every word's tag is XX (then no punctuation word gets a tag of its
+        own: a piece the model never wrote there would be forced on it), or none with `words_in_target` (one
+        vocabulary for both sides; the decoder writes each source word's own pieces,
+        `tree_constraint.allowed_tokens_with_words`)."""
         target, source = vocabularies.target, vocabularies.source
         piece_ids = {target.id_to_piece(i): i for i in range(target.vocab_size)}
         openers, closers = [], []
@@ -76,8 +78,7 @@ class TreeTokens:
             if opener is not None and closer is not None:
                 openers.append(opener)
                 closers.append(closer)
-        slot_of = {tag: piece_ids[WORD_BOUNDARY + tag] for tag in (*tags, PLACEHOLDER_TAG)
-                   if WORD_BOUNDARY + tag in piece_ids and not words_in_target}
+        slot_of = {tag: piece_ids[WORD_BOUNDARY + tag] for tag in tags if WORD_BOUNDARY + tag in piece_ids}
         source_pieces = [source.id_to_piece(i) for i in range(source.vocab_size)]
         word_starts = [i for i, piece in enumerate(source_pieces) if piece.startswith(WORD_BOUNDARY)]
         forms = {i: source_pieces[i][len(WORD_BOUNDARY):] for i in word_starts}
