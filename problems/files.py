@@ -26,12 +26,12 @@ import re
 import typing
 
 from t2t_repro.data import ptb_tree
-from t2t_repro.data.parsing import ParsingProblem
+from t2t_repro.data.parsing import KEEP_TAGS, ParsingProblem, target_tags_setting
 from t2t_repro.data.problem import SPLITS
 from t2t_repro.data.translation import TranslationProblem
 from t2t_repro.data.vocabulary import MIN_COVERAGE
 from t2t_repro.errors import UserError
-from t2t_repro.evaluate.scorers import BleuScorer, ParseF1Scorer
+from t2t_repro.evaluate.scorers import BleuScorer
 from t2t_repro.registry import register_problem
 from t2t_repro.settings import check_fields, check_interval, setting
 
@@ -171,6 +171,8 @@ class ParseFilesSettings:
 
     vocab_size: int = setting(8000, _VOCAB_SIZE_HELP + "; brackets and Penn Treebank tags are single pieces")
     vocab_sample_sentences: int = setting(2_000_000, _SAMPLE_HELP)
+    target_tags: str = target_tags_setting(KEEP_TAGS, "; on a small treebank words may be far better: "
+                                                       "docs/parsing.md")
 
     def __post_init__(self):
         check_fields(self, "problem parse_files setting")
@@ -182,7 +184,6 @@ class ParseFiles(ParsingProblem):
 
     name = "parse_files"
     settings_class = ParseFilesSettings
-    scorer = ParseF1Scorer()
     vocab_size = property(lambda self: self.settings.vocab_size)
     vocab_sample_sentences = property(lambda self: self.settings.vocab_sample_sentences)
 

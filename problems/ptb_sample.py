@@ -12,16 +12,14 @@ ranges. The sample is about a twelfth of WSJ's training trees, so its figures ar
 
 import dataclasses
 
-from t2t_repro.data import nltk_treebank, ptb_tree
-from t2t_repro.data.parsing import POS_TAGS, WORD_BOUNDARY, ParsingProblem, tree_to_pair
+from t2t_repro.data import nltk_treebank
+from t2t_repro.data.parsing import WORD_LEAVES, ParsingProblem, target_tags_setting
 from t2t_repro.data.problem import SPLITS
 from t2t_repro.data.text_problem import source_digest
 from t2t_repro.errors import UserError
-from t2t_repro.evaluate.scorers import ParseF1Scorer
 from t2t_repro.registry import register_problem
 from t2t_repro.settings import check_fields, setting
 
-KEEP_TAGS, PLACEHOLDER_TAGS, WORD_LEAVES = "keep", "placeholder", "words"
 _FILES_HELP = "file numbers of the {} split, as ranges of wsj_NNNN.mrg numbers (e.g. {}); no file in two splits"
 
 
@@ -34,12 +32,8 @@ class PtbSampleSettings:
     test_files: str = setting("180-199", _FILES_HELP.format("test", "180-199"))
     source_vocab_size: int = setting(4000, "the words' vocabulary's size, BPE pieces (with target_tags=words the one "
                                                    "vocabulary of both sides)")
-    target_tags: str = setting(
-        WORD_LEAVES, "what stands in a linearised tree for each word: keep, its part-of-speech tag (as "
-        "wsj_parsing); placeholder, the one symbol XX (the output tree then gets punctuation tags from the word "
-        "forms and XX elsewhere); words, the word itself, in the source's pieces (one vocabulary for both sides of "
-        "source_vocab_size pieces; the output tree's tags as with placeholder)",
-        choices=(KEEP_TAGS, PLACEHOLDER_TAGS, WORD_LEAVES))
+    target_tags: str = target_tags_setting(WORD_LEAVES, "; with words one vocabulary of both sides of "
+                                                        "source_vocab_size pieces, else a vocabulary per side")
 
     def __post_init__(self):
         check_fields(self, "problem ptb_sample_parsing setting")
@@ -66,22 +60,11 @@ class PtbSampleParsing(ParsingProblem):
     # themselves in the tree both sides share one vocabulary, so that a word is the same pieces on both.
     vocab_size = target_vocab_size = 400
     source_vocab_size = property(lambda self: self.settings.source_vocab_size)
-    words_in_target = property(lambda self: self.settings.target_tags == WORD_LEAVES)
     shared_vocabulary = property(lambda self: self.words_in_target)
-    scorer = property(lambda self: ParseF1Scorer(leaf_words=self.words_in_target))
-    slot_tags = property(lambda self: {KEEP_TAGS: POS_TAGS, PLACEHOLDER_TAGS: (ptb_tree.PLACEHOLDER_TAG,),
-                                       WORD_LEAVES: ()}[self.settings.target_tags])
 
     def vocab_size_setting(self, side):
         """The one vocabulary of the words in the tree is sized by source_vocab_size, the words' setting."""
         return "source_vocab_size" if side == "shared" else super().vocab_size_setting(side)
-
-    @property
-    def postprocess_note(self):
-        if not self.words_in_target:
-            return super().postprocess_note
-        return ("decoded linearised trees, the words in place of tags, are put onto the source words: t2t_repro.data"
-                ".ptb_tree.delinearise(output, source.split(), leaf_words=True).to_ptb(escape=True)")
 
     def data_version(self):
         return dict(super().data_version(), reader=source_digest([nltk_treebank.__file__]))
@@ -111,15 +94,6 @@ class PtbSampleParsing(ParsingProblem):
 
     def raw_pairs(self, split, tmp_dir, manual_dir):
         sample = self.sample(manual_dir)
-        tags = self.settings.target_tags == KEEP_TAGS
         for number in self.split_files(sample, split):
             for tree in sample.trees(number):
-                yield tree_to_pair(tree, tags=tags, words=self.words_in_target)
-
-    def vocab_user_symbols(self):
-        """wsj_parsing's symbols and the placeholder tag XX, each one piece; with the words in the tree only the
-        brackets (a tag symbol such as "▁IN" would cut a source word such as "INC." at its start)."""
-        symbols = super().vocab_user_symbols() + (WORD_BOUNDARY + ptb_tree.PLACEHOLDER_TAG,)
-        if self.words_in_target:
-            return tuple(symbol for symbol in symbols if symbol[1] in "()")
-        return symbols
+                yield self.tree_pair(tree)

@@ -1,19 +1,32 @@
 """The paper's English constituency parsing problems (section 6.3, Table 4): WSJ only, and semi-supervised.
 
 Both read the Penn Treebank's WSJ .mrg files from `--manual_dir` (`DIR/NN/wsj_NNnn.mrg`, sections 02-21
-train, 22 dev, 23 test); see `t2t_repro.data.parsing`.
+train, 22 dev, 23 test); see `t2t_repro.data.parsing`. Their one setting, `target_tags`, is section 6.3's
+target by default (a part-of-speech tag where each word stands); `--problem_overrides=target_tags=words` writes the
+words themselves there instead, as ptb_sample_parsing does by default (docs/parsing.md).
 """
 
+import dataclasses
 import itertools
 import os
 
 from t2t_repro.data import ptb_tree
-from t2t_repro.data.parsing import ParsingProblem, tree_to_pair
+from t2t_repro.data.parsing import KEEP_TAGS, ParsingProblem, target_tags_setting
 from t2t_repro.errors import UserError
-from t2t_repro.evaluate.scorers import ParseF1Scorer
 from t2t_repro.registry import register_problem
+from t2t_repro.settings import check_fields
 
 SILVER_SUBDIR = "silver"
+
+
+@dataclasses.dataclass(frozen=True)
+class WsjParsingSettings:
+    """The form of the target trees: section 6.3's tags by default."""
+
+    target_tags: str = target_tags_setting(KEEP_TAGS, "; one shared vocabulary either way")
+
+    def __post_init__(self):
+        check_fields(self, "problem wsj_parsing setting")
 
 
 @register_problem
@@ -25,7 +38,7 @@ class WsjParsing(ParsingProblem):
     """
 
     name = "wsj_parsing"
-    scorer = ParseF1Scorer()
+    settings_class = WsjParsingSettings
     vocab_size = 16_000
     vocab_sample_sentences = 2_000_000  # more than the ~80K sentences of both sides: the whole train split
     train_shards = 4
@@ -43,7 +56,7 @@ class WsjParsingSemisup(ParsingProblem):
     """
 
     name = "wsj_parsing_semisup"
-    scorer = ParseF1Scorer()
+    settings_class = WsjParsingSettings
     vocab_size = 32_000
     vocab_sample_sentences = 2_000_000
     train_shards = 128
@@ -71,7 +84,7 @@ class WsjParsingSemisup(ParsingProblem):
         if split != "train":
             return wsj
         silver = (
-            tree_to_pair(tree)
+            self.tree_pair(tree)
             for path in self.silver_files(manual_dir)
             for tree in ptb_tree.iter_treebank_file(path)
         )

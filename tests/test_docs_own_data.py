@@ -230,7 +230,7 @@ def test_problem_help_lists_translate_files_settings_as_shown(runs):
 
 def test_problem_help_lists_parse_files_settings(runs):
     rows = [line.split()[0] for line in _succeeded(runs["parse_files help"]).stdout.splitlines()[1:]]
-    assert rows == ["vocab_size", "vocab_sample_sentences"]
+    assert rows == ["vocab_size", "vocab_sample_sentences", "target_tags"]
 
 
 def test_datagen_makes_and_records_the_data_and_says_when_pieces_go_unused(runs):

@@ -8,6 +8,7 @@ import types
 
 import pytest
 
+from conftest import run_cli_in_process
 from t2t_repro import catalog
 from t2t_repro.decode_settings import PARSING_DECODE_SETTINGS
 from t2t_repro.evaluate.scorers import ParseF1Scorer
@@ -98,6 +99,36 @@ def test_generates_data_and_scores_gold_trees_perfectly(tmp_path, treebank):
     figures = problem.evaluate(broken, references, sources)
     assert figures["sentences"] == 2 and figures["error_sentences"] == 0
     assert 0 < figures["f1"] < 100 and figures["len_le_40"]["f1"] == figures["f1"]
+
+
+@pytest.mark.parametrize("name", ["wsj_parsing", "parse_files"])
+def test_the_paper_s_tags_are_the_default_and_words_in_the_tree_a_setting(name):
+    assert catalog.get_problem(name).target_tags == "keep"
+    problem = catalog.get_problem(name, "target_tags=words")
+    assert problem.words_in_target and problem.shared_vocabulary and problem.scorer.leaf_words
+    assert all(symbol[1] in "()" for symbol in problem.vocab_user_symbols())  # no tag symbol cuts a word
+
+
+def test_words_in_the_tree_through_datagen_score_and_constrain_as_on_the_sample(tmp_path, treebank):
+    result = run_cli_in_process("datagen", "--problem=wsj_parsing", "--problem_overrides=target_tags=words",
+                                f"--manual_dir={treebank}", f"--data_dir={tmp_path / 'data'}")
+    assert result.returncode == 0, result.stderr
+    problem = catalog.get_problem("wsj_parsing", "target_tags=words")
+    pairs = problem.text_pairs("test", tmp_path / "data")
+    assert pairs[1] == ("Ruth sees the dog .", "(S (NP Ruth )NP (VP sees (NP the dog )NP )VP . )S")
+    vocabularies = problem.vocabularies(tmp_path / "data")
+    symbols = set(problem.vocab_user_symbols())
+    brackets = {i for i in range(vocabularies.target.vocab_size) if vocabularies.target.id_to_piece(i) in symbols}
+    for source, target in pairs:
+        words = [i for i in vocabularies.target.encode(target) if i not in brackets]
+        assert words == vocabularies.source.encode(source)
+        tree = problem.postprocess(target, source)
+        assert "(NP (XX Kim) (XX 's))" in tree or tree.startswith("(S (NP (XX Ruth)")
+        assert problem.evaluate([tree], [target], [source])["f1"] == 100.0
+    tokens = problem.output_constraint(vocabularies)
+    assert tokens.words_in_target and tokens.slots == () and tokens.fixed_tags == ()
+    with pytest.raises(UserError, match="other problem settings"):  # data made with the tags is not reused
+        catalog.get_problem("wsj_parsing").check_existing_data(tmp_path / "data")
 
 
 def test_raw_pairs_are_words_and_linearised_cleaned_trees(treebank):

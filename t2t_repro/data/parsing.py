@@ -21,6 +21,8 @@ from t2t_repro.data.text_problem import TextPairProblem
 from t2t_repro.data.tree_tokens import WORD_BOUNDARY, TreeTokens
 from t2t_repro.decode_settings import PARSING_DECODE_SETTINGS
 from t2t_repro.errors import UserError
+from t2t_repro.evaluate.scorers import ParseF1Scorer
+from t2t_repro.settings import setting
 
 WSJ_SECTIONS = {"train": tuple(range(2, 22)), "dev": (22,), "test": (23,)}
 
@@ -52,6 +54,20 @@ def _section_files(tree_dir, section):
     return [os.path.join(directory, entry) for entry in entries if pattern.fullmatch(entry)]
 
 
+# What stands in a linearised tree where each word is (the target_tags setting; see `target_tags_setting`).
+KEEP_TAGS, PLACEHOLDER_TAGS, WORD_LEAVES = "keep", "placeholder", "words"
+_TARGET_TAGS_HELP = (
+    "what stands in a linearised tree for each word: keep, its part-of-speech tag (section 6.3's target, after "
+    "Vinyals, Kaiser et al. 2014); placeholder, the one symbol XX (the output tree then gets punctuation tags from "
+    "the word forms and XX elsewhere); words, the word itself, in the source's pieces (the output tree's tags as "
+    "with placeholder; no tag symbol in the vocabulary, so none cuts a source word such as INC. at IN)")
+
+
+def target_tags_setting(default, note=""):
+    """The `target_tags` field of a parsing problem's settings, defaulting to `default`; `note` ends its help."""
+    return setting(default, _TARGET_TAGS_HELP + note, choices=(KEEP_TAGS, PLACEHOLDER_TAGS, WORD_LEAVES))
+
+
 def tree_to_pair(tree, tags=True, words=False):
     """The (source, target) texts of one cleaned tree: its words, and its linearisation (with its part-of-speech
     tags, the placeholder XX for each with tags=False, or the words themselves with words=True)."""
@@ -62,16 +78,36 @@ class ParsingProblem(TextPairProblem):
     """English constituency parsing on Penn Treebank trees: words in, linearised tree out, scored by F1."""
 
     decode_settings = PARSING_DECODE_SETTINGS
-    postprocess_note = ("decoded linearised trees are put onto the source words: "
-                        "t2t_repro.data.ptb_tree.delinearise(output, source.split()).to_ptb(escape=True)")
     vocab_model_type = "bpe"
     split_sections = WSJ_SECTIONS
     # Decoding opens at most this many brackets in a row (a unary chain, e.g. "(S (NP (NP (QP"): the Penn
     # Treebank sample's 3,914 cleaned trees have at most 6, and an undertrained model would otherwise spend its
     # whole length budget on chains of one label.
     max_openers_in_a_row = 8
-    words_in_target = False  # True: the words themselves stand in the tree where tags would (ptb_tree.linearise)
-    slot_tags = POS_TAGS  # what the targets write where a word stands: the tags, (XX,), or () with the words
+
+    @property
+    def target_tags(self):
+        """What the targets write where a word stands: the problem's target_tags setting, where it has one (the
+        tags, KEEP_TAGS, for a problem without)."""
+        return getattr(self.settings, "target_tags", KEEP_TAGS)
+
+    words_in_target = property(lambda self: self.target_tags == WORD_LEAVES)  # ptb_tree.linearise(words=True)
+    # The slot symbols the targets write: a tag, XX, or none where the words themselves stand in the tree.
+    slot_tags = property(lambda self: {KEEP_TAGS: POS_TAGS, PLACEHOLDER_TAGS: (ptb_tree.PLACEHOLDER_TAG,),
+                                       WORD_LEAVES: ()}[self.target_tags])
+    scorer = property(lambda self: ParseF1Scorer(leaf_words=self.words_in_target))
+
+    @property
+    def postprocess_note(self):
+        if self.words_in_target:
+            return ("decoded linearised trees, the words in place of tags, are put onto the source words: "
+                    "t2t_repro.data.ptb_tree.delinearise(output, source.split(), leaf_words=True).to_ptb(escape=True)")
+        return ("decoded linearised trees are put onto the source words: "
+                "t2t_repro.data.ptb_tree.delinearise(output, source.split()).to_ptb(escape=True)")
+
+    def tree_pair(self, tree):
+        """The (source, target) texts of one cleaned tree, its target as the target_tags setting says."""
+        return tree_to_pair(tree, tags=self.target_tags == KEEP_TAGS, words=self.words_in_target)
 
     def treebank_dir(self, tmp_dir, manual_dir):
         """The directory holding `<NN>/wsj_<NNnn>.mrg`; by default the user's --manual_dir."""
@@ -116,15 +152,16 @@ class ParsingProblem(TextPairProblem):
     def raw_pairs(self, split, tmp_dir, manual_dir):
         for path in self.treebank_files(split, tmp_dir, manual_dir):
             for tree in ptb_tree.iter_treebank_file(path):
-                yield tree_to_pair(tree)
+                yield self.tree_pair(tree)
 
     def vocab_user_symbols(self):
-        """Every bracket token and tag of the Treebank's label set, each kept as one piece. The symbols carry
-        SentencePiece's word-boundary mark, so a target token is one piece (not a boundary piece plus the
-        token) and a source word is cut at a tag's letters only where it begins with them (`INC.` is
-        `▁IN C .`, `CANNON` is not cut at `NN`). Labels outside the set still encode, as several pieces."""
+        """Every bracket token of the Treebank's label set and every slot symbol the targets write (its tags, or
+        XX), each kept as one piece. The symbols carry SentencePiece's word-boundary mark, so a target token is
+        one piece (not a boundary piece plus the token) and a source word is cut at a tag's letters only where it
+        begins with them (`INC.` is `▁IN C .`, `CANNON` is not cut at `NN`; with the words in the tree there is
+        no tag symbol to cut at). Labels outside the set still encode, as several pieces."""
         tokens = [f"({label}" for label in PHRASE_LABELS] + [f"){label}" for label in PHRASE_LABELS]
-        return tuple(WORD_BOUNDARY + token for token in tokens + list(POS_TAGS))
+        return tuple(WORD_BOUNDARY + token for token in tokens + list(self.slot_tags))
 
     def output_constraint(self, vocabularies):
         """The tree symbols' ids: decoders extend only hypotheses that can still become a tree with one tag per

@@ -11,7 +11,8 @@ parse_files).
 
 A problem may take settings, given like hparams (`--problem_overrides="vocab_size=16000"`): a frozen dataclass
 `settings_class` whose fields are declared with `t2t_repro.settings.setting` (type, help, allowed values), held
-as `problem.settings`. The paper's problems take none (`NoSettings`): their data is fixed by the paper.
+as `problem.settings`. The paper's translation problems take none (`NoSettings`): their data is fixed by the
+paper; its parsing problems take the form of the target tree (`target_tags`, section 6.3's by default).
 """
 
 import abc

@@ -15,8 +15,8 @@ possessive POS). A decoder can then give a one-piece punctuation word its tag, e
 keeps, and leave "'" and words spelled in several pieces of punctuation characters only to the model.
 
 Only symbols that are single pieces of the target vocabulary take part (the parsing problems make every bracket
-token of the Treebank's label set and every tag one, `ParsingProblem.vocab_user_symbols`); a label outside the set
-is spelled in several pieces and cannot be produced under the constraint.
+token of the Treebank's label set and every slot symbol their targets write one, `ParsingProblem.vocab_user_symbols`);
+a label outside the set is spelled in several pieces and cannot be produced under the constraint.
 """
 
 import dataclasses
