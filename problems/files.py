@@ -31,7 +31,7 @@ from t2t_repro.data.problem import SPLITS
 from t2t_repro.data.translation import TranslationProblem
 from t2t_repro.data.vocabulary import MIN_COVERAGE
 from t2t_repro.errors import UserError
-from t2t_repro.evaluate.scorers import BleuScorer
+from t2t_repro.evaluate.scorers import BleuScorer, tree_scorer
 from t2t_repro.registry import register_problem
 from t2t_repro.settings import check_fields, check_interval, setting
 
@@ -183,6 +183,7 @@ class ParseFiles(ParsingProblem):
     """Your own treebank: T/{train,dev,test}.mrg (or .trees, a tree a line), scored by EVALB F1 as WSJ."""
 
     name = "parse_files"
+    scorer = property(tree_scorer)
     settings_class = ParseFilesSettings
     vocab_size = property(lambda self: self.settings.vocab_size)
     vocab_sample_sentences = property(lambda self: self.settings.vocab_sample_sentences)

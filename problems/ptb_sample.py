@@ -17,6 +17,7 @@ from t2t_repro.data.parsing import WORD_LEAVES, ParsingProblem, target_tags_sett
 from t2t_repro.data.problem import SPLITS
 from t2t_repro.data.text_problem import source_digest
 from t2t_repro.errors import UserError
+from t2t_repro.evaluate.scorers import tree_scorer
 from t2t_repro.registry import register_problem
 from t2t_repro.settings import check_fields, setting
 
@@ -51,6 +52,7 @@ class PtbSampleParsing(ParsingProblem):
     """Penn Treebank sample (NLTK's, 3,914 WSJ trees) split by file: 1-159 train, 160-179 dev, 180-199 test."""
 
     name = "ptb_sample_parsing"
+    scorer = property(tree_scorer)
     settings_class = PtbSampleSettings
     vocab_sample_sentences = 2_000_000  # more than the sample holds: all of train
     train_shards = 2

@@ -16,7 +16,7 @@ from t2t_repro import safe_write
 from t2t_repro.data.parsing import ParsingProblem
 from t2t_repro.data.text_problem import source_digest
 from t2t_repro.data.translation import TranslationProblem
-from t2t_repro.evaluate.scorers import BleuScorer
+from t2t_repro.evaluate.scorers import BleuScorer, tree_scorer
 from t2t_repro.registry import register_problem
 
 STAMP_FILE = "generator.txt"
@@ -116,6 +116,7 @@ class ToyParsing(_GeneratedData, ParsingProblem):
     """
 
     name = "toy_parsing"
+    scorer = property(tree_scorer)
     vocab_size = 4_000
     train_shards = 4
     seed = 1

@@ -13,6 +13,7 @@ import os
 from t2t_repro.data import ptb_tree
 from t2t_repro.data.parsing import KEEP_TAGS, ParsingProblem, target_tags_setting
 from t2t_repro.errors import UserError
+from t2t_repro.evaluate.scorers import tree_scorer
 from t2t_repro.registry import register_problem
 from t2t_repro.settings import check_fields
 
@@ -38,6 +39,7 @@ class WsjParsing(ParsingProblem):
     """
 
     name = "wsj_parsing"
+    scorer = property(tree_scorer)
     settings_class = WsjParsingSettings
     vocab_size = 16_000
     vocab_sample_sentences = 2_000_000  # more than the ~80K sentences of both sides: the whole train split
@@ -56,6 +58,7 @@ class WsjParsingSemisup(ParsingProblem):
     """
 
     name = "wsj_parsing_semisup"
+    scorer = property(tree_scorer)
     settings_class = WsjParsingSettings
     vocab_size = 32_000
     vocab_sample_sentences = 2_000_000

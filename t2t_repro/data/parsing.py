@@ -21,7 +21,6 @@ from t2t_repro.data.text_problem import TextPairProblem
 from t2t_repro.data.tree_tokens import WORD_BOUNDARY, TreeTokens
 from t2t_repro.decode_settings import PARSING_DECODE_SETTINGS
 from t2t_repro.errors import UserError
-from t2t_repro.evaluate.scorers import ParseF1Scorer
 from t2t_repro.settings import setting
 
 WSJ_SECTIONS = {"train": tuple(range(2, 22)), "dev": (22,), "test": (23,)}
@@ -95,7 +94,6 @@ class ParsingProblem(TextPairProblem):
     # The slot symbols the targets write: a tag, XX, or none where the words themselves stand in the tree.
     slot_tags = property(lambda self: {KEEP_TAGS: POS_TAGS, PLACEHOLDER_TAGS: (ptb_tree.PLACEHOLDER_TAG,),
                                        WORD_LEAVES: ()}[self.target_tags])
-    scorer = property(lambda self: ParseF1Scorer(leaf_words=self.words_in_target))
 
     @property
     def postprocess_note(self):

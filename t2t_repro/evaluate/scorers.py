@@ -86,6 +86,12 @@ class ParseF1Scorer:
         return dict([self.headline(scores)])
 
 
+def tree_scorer(problem):
+    """The ParseF1Scorer of a parsing problem, reading its linearised trees as it writes them (its words_in_target):
+    a parsing problem's `scorer = property(tree_scorer)`."""
+    return ParseF1Scorer(leaf_words=problem.words_in_target)
+
+
 def _as_tree(text, words, leaf_words=False):
     """A PTB tree string parsed as it is, or linearised text de-linearised onto `words`; None if empty."""
     if not text.strip():
