@@ -67,12 +67,6 @@ def target_tags_setting(default, note=""):
     return setting(default, _TARGET_TAGS_HELP + note, choices=(KEEP_TAGS, PLACEHOLDER_TAGS, WORD_LEAVES))
 
 
-def tree_to_pair(tree, tags=True, words=False):
-    """The (source, target) texts of one cleaned tree: its words, and its linearisation (with its part-of-speech
-    tags, the placeholder XX for each with tags=False, or the words themselves with words=True)."""
-    return " ".join(tree.words()), " ".join(ptb_tree.linearise(tree, tags=tags, words=words))
-
-
 class ParsingProblem(TextPairProblem):
     """English constituency parsing on Penn Treebank trees: words in, linearised tree out, scored by F1."""
 
@@ -104,8 +98,10 @@ class ParsingProblem(TextPairProblem):
                 "t2t_repro.data.ptb_tree.delinearise(output, source.split()).to_ptb(escape=True)")
 
     def tree_pair(self, tree):
-        """The (source, target) texts of one cleaned tree, its target as the target_tags setting says."""
-        return tree_to_pair(tree, tags=self.target_tags == KEEP_TAGS, words=self.words_in_target)
+        """The (source, target) texts of one cleaned tree: its words, and its linearisation with the part-of-speech
+        tags, XX or the words themselves where each word stands, as the target_tags setting says."""
+        target = ptb_tree.linearise(tree, tags=self.target_tags == KEEP_TAGS, words=self.words_in_target)
+        return " ".join(tree.words()), " ".join(target)
 
     def treebank_dir(self, tmp_dir, manual_dir):
         """The directory holding `<NN>/wsj_<NNnn>.mrg`; by default the user's --manual_dir."""
