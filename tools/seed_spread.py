@@ -76,13 +76,12 @@ def read_runs(run_dirs, dev_scores):
 def spread_rows(runs):
     """One row per score every run has: (label, [score per run], mean, largest - smallest, sample std)."""
     rows = []
-    for split, field in (("test", 1), ("dev", 2)):
-        for metric in METRICS:
-            source = "report" if split == "test" else "dev"
-            scores = [lookup(run[source], metric[field]) for run in runs]
+    for split, source in (("test", "report"), ("dev", "dev")):
+        for label, report_key, dev_key in METRICS:
+            scores = [lookup(run[source], report_key if source == "report" else dev_key) for run in runs]
             if any(score is None for score in scores):
                 continue
-            rows.append((f"{split} {metric[0]}", scores, statistics.mean(scores), max(scores) - min(scores),
+            rows.append((f"{split} {label}", scores, statistics.mean(scores), max(scores) - min(scores),
                          statistics.stdev(scores)))
     return rows
 
