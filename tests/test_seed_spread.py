@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from t2t_repro.cli.common import run_main
+
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "tools"))
 import seed_spread  # noqa: E402
 
@@ -28,7 +30,7 @@ def _write_run(directory, seed, test_bleu, dev_bleu=None, steps=3534, **run_fiel
 
 def _spread(capsys, *argv):
     capsys.readouterr()
-    code = seed_spread.main(list(argv))
+    code = run_main(seed_spread.main, list(argv))
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
@@ -92,9 +94,18 @@ def test_a_missing_report_or_dev_file_is_refused_in_one_line(tmp_path, capsys):
     first = _write_run(tmp_path / "a", 1, 39.57, dev_bleu=40.4)
     second = _write_run(tmp_path / "b", 2, 39.0)
     code, _, err = _spread(capsys, first, second, "--dev_scores=val_bleu.json")
-    assert code == 2 and "val_bleu.json does not exist" in err and len(err.strip().splitlines()) == 1
+    assert code == 2 and "val_bleu.json not found" in err and len(err.strip().splitlines()) == 1
     os.remove(os.path.join(first, "report.json"))
     code, _, err = _spread(capsys, first, second)
-    assert code == 2 and "report.json does not exist" in err
+    assert code == 2 and "report.json not found" in err
     code, _, err = _spread(capsys, second)
     assert code == 2 and "at least two runs" in err
+
+
+def test_a_report_that_is_not_a_json_object_is_refused_in_one_line(tmp_path, capsys):
+    first = _write_run(tmp_path / "a", 1, 39.57)
+    second = _write_run(tmp_path / "b", 2, 39.0)
+    (tmp_path / "b" / "report.json").write_text("[39.0]")
+    code, out, err = _spread(capsys, first, second)
+    assert code == 2 and out == ""
+    assert "report.json holds an array, not a JSON object" in err and len(err.strip().splitlines()) == 1

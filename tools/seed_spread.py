@@ -8,15 +8,18 @@ a translation problem; F1, precision and recall of a parsing problem); `--dev_sc
 run with its dev scores, as `t2t-repro-bleu --json` or `t2t-repro-evalb --json` print them. The spread is the
 largest minus the smallest score and the sample standard deviation (n - 1). The runs must share the problem,
 its settings, the hparams set and its overrides and the vocabulary (run.json) and have different seeds: anything
-else is refused in one line, exit status 2. Their step counts are shown, since a time budget ends runs at
+else is refused in one line, exit status 2, as are missing or unreadable files. Their step counts are shown, since a time budget ends runs at
 different steps.
 """
 
-import argparse
 import json
 import os
 import statistics
 import sys
+
+from t2t_repro.cli.common import ArgumentParser, run_main
+from t2t_repro.errors import UserError
+from t2t_repro.json_file import read_json
 
 # (row label, where the score is in report.json, where it is in a dev scores file)
 METRICS = (
@@ -30,20 +33,6 @@ METRICS = (
 SAME_IN_EVERY_RUN = ("problem", "problem_overrides", "hparams_set", "hparams_overrides", "vocabulary_sha256")
 
 
-class Refused(Exception):
-    pass
-
-
-def read_json(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except FileNotFoundError:
-        raise Refused(f"{path} does not exist")
-    except (OSError, ValueError) as error:
-        raise Refused(f"{path} is not readable JSON: {error}")
-
-
 def lookup(document, dotted):
     for key in dotted.split("."):
         if not isinstance(document, dict) or key not in document:
@@ -55,21 +44,21 @@ def lookup(document, dotted):
 def read_runs(run_dirs, dev_scores):
     runs = []
     for run_dir in run_dirs:
-        run = read_json(os.path.join(run_dir, "run.json"))
-        run["report"] = read_json(os.path.join(run_dir, "report.json"))
-        run["dev"] = read_json(os.path.join(run_dir, dev_scores)) if dev_scores else {}
+        run = read_json(os.path.join(run_dir, "run.json"), "the run's description")
+        run["report"] = read_json(os.path.join(run_dir, "report.json"), "the run's report")
+        run["dev"] = read_json(os.path.join(run_dir, dev_scores), "dev scores") if dev_scores else {}
         run["dir"] = run_dir
         runs.append(run)
     first = runs[0]
     for run in runs[1:]:
         for field in SAME_IN_EVERY_RUN:
             if run.get(field) != first.get(field):
-                raise Refused(f"{run['dir']} and {first['dir']} differ in {field} ({run.get(field)!r} against "
+                raise UserError(f"{run['dir']} and {first['dir']} differ in {field} ({run.get(field)!r} against "
                               f"{first.get(field)!r}): seeds of one recipe differ in the seed alone")
     seeds = [run.get("seed") for run in runs]
     repeated = sorted({seed for seed in seeds if seeds.count(seed) > 1}, key=str)
     if repeated:
-        raise Refused(f"seed {repeated[0]} stands in more than one run: each run needs its own --seed")
+        raise UserError(f"seed {repeated[0]} stands in more than one run: each run needs its own --seed")
     return runs
 
 
@@ -97,22 +86,18 @@ def markdown(runs, rows):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dirs", nargs="+", help="output directories of runs that differ in --seed alone")
     parser.add_argument("--dev_scores", default="", help="a file in each run directory with its dev scores "
                         "(t2t-repro-bleu --json or t2t-repro-evalb --json)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     args = parser.parse_args(argv)
-    try:
-        if len(args.run_dirs) < 2:
-            raise Refused("a spread needs at least two runs")
-        runs = read_runs(args.run_dirs, args.dev_scores)
-        rows = spread_rows(runs)
-        if not rows:
-            raise Refused("the runs share no score (report.json holds neither BLEU nor F1)")
-    except Refused as error:
-        print(f"seed_spread: {error}", file=sys.stderr)
-        return 2
+    if len(args.run_dirs) < 2:
+        raise UserError("a spread needs at least two runs")
+    runs = read_runs(args.run_dirs, args.dev_scores)
+    rows = spread_rows(runs)
+    if not rows:
+        raise UserError("the runs share no score (report.json holds neither BLEU nor F1)")
     if args.json:
         print(json.dumps({"runs": [{"dir": run["dir"], "seed": run.get("seed"), "steps": run["report"].get("steps")}
                                    for run in runs],
@@ -124,4 +109,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -11,8 +11,9 @@ import os
 import numpy as np
 
 from t2t_repro.errors import UserError
+from t2t_repro.json_file import read_json
 from t2t_repro.run import jobs
-from t2t_repro.run.layout import RunLayout, read_json
+from t2t_repro.run.layout import RunLayout
 from t2t_repro.run.restore import restore_run, run_problem
 from t2t_repro.safe_write import write_json
 from t2t_repro.train.best_checkpoint import SCORE_FILE

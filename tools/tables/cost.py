@@ -7,6 +7,7 @@ Table 2 imports this module with or without --report; TensorFlow is imported onl
 import os
 
 from t2t_repro.errors import UserError
+from t2t_repro.json_file import read_json
 
 # The Table 2 footnote: sustained single-precision TFLOPS per GPU.
 PAPER_GPU_TFLOPS = {"K80": 2.8, "K40": 3.7, "M40": 6.0, "P100": 9.5}
@@ -104,9 +105,6 @@ class DeviceTflops:
 
 def read_report(path):
     """A run's report.json (or the one in an output_dir), checked for the fields the estimate needs."""
-    # Loads TensorFlow: here, not at the top, for the reason given in measured_device_tflops.
-    from t2t_repro.run.layout import read_json
-
     if not os.path.exists(path):
         raise UserError(f"--report={path}: no such file or directory")
     if os.path.isdir(path):
