@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from t2t_repro.data.ptb_tree import PUNCTUATION_TAGS
 from t2t_repro.data.tree_tokens import TreeTokens
 from t2t_repro.decode.beam_search import beam_search
 from t2t_repro.decode.tree_constraint import allowed_tokens, constrain, source_word_counts, source_word_tags
@@ -123,6 +124,15 @@ SENTENCES = ["Mary sees the dog .", "The plan wanted to go .", "`` We gave up in
              "Mary sees the dog and the plan and the river .", "The plan wanted to go to Paris with Ruth today ."]
 
 
+def tags_fit_words(text, sentence):
+    """True when the tags of linearised `text` fit `sentence`'s words as the constraint keeps them: a punctuation
+    word tagged as itself (`PUNCTUATION_TAGS`), no other word given a tag EVALB deletes."""
+    tags = [token for token in text.split() if token[0] not in "()"]
+    punctuation = set(PUNCTUATION_TAGS.values())
+    return all(tag == PUNCTUATION_TAGS[word] if word in PUNCTUATION_TAGS else tag not in punctuation
+               for tag, word in zip(tags, sentence.split()))
+
+
 def is_tree_on(text, words):
     """True when linearised `text` is one tree of matching brackets with exactly `words` tags."""
     stack, slots, ended = [], 0, False
@@ -165,8 +175,12 @@ def test_trained_parser_outputs_trees_and_equals_free_decoding_where_that_is_one
     assert all(is_tree_on(text, n) for text, n in zip(constrained, words)), constrained
     free_trees = [is_tree_on(text, n) for text, n in zip(free, words)]
     assert any(free_trees) and not all(free_trees), free
-    for tree, text, free_text in zip(free_trees, constrained, free):
-        if tree:
+    # Where the free tree is one the constraint allows (its tags fit the words, e.g. not the templates' tree with
+    # its `` on the first word of a sentence without quotes), the constrained search finds the same one.
+    allowed = [tree and tags_fit_words(text, sentence) for tree, text, sentence in zip(free_trees, free, SENTENCES)]
+    assert any(allowed), free
+    for tree_allowed, text, free_text in zip(allowed, constrained, free):
+        if tree_allowed:
             assert text == free_text
 
 
@@ -223,6 +237,48 @@ def test_served_parser_answers_a_raw_sentence_with_a_tree_on_its_words(parsing_r
     for text, prediction in zip(texts, answer["predictions"]):
         assert is_tree_on(prediction["raw_outputs"], len(text.split()))  # well formed in the graph already
         assert parse_tree(prediction["outputs"]).words() == text.split()
+
+
+def test_ctranslate2_exports_a_parser_only_when_told_that_it_searches_without_the_tree_constraint(
+        parsing_run, tmp_path, capsys):
+    pytest.importorskip("ctranslate2", reason="CTranslate2 is not installed (the [test] extra installs it)")
+    from t2t_repro.cli import decoder, exporter
+    from t2t_repro.cli.common import run_main
+    from t2t_repro.data.ptb_tree import parse_tree
+    from t2t_repro.decode.decode_text import search_texts_nbest
+    from t2t_repro.run import ctranslate2_jobs
+    from t2t_repro.run.jobs import run_decoder
+    from t2t_repro.serve.export_files import read_export_metadata
+
+    def refused(main, flags, message):
+        assert run_main(main, flags) == 2
+        stderr = capsys.readouterr().err
+        assert stderr.strip().count("\n") == 0 and message in stderr, stderr
+
+    def raw_outputs(text_decoder):
+        results = search_texts_nbest(SENTENCES, text_decoder.search, text_decoder.vocabularies,
+                                     text_decoder.settings, progress=False)
+        return [hypothesis.text for (hypothesis,) in results]
+
+    export_dir = tmp_path / "ct2"
+    flags = [f"--output_dir={parsing_run}", "--format=ctranslate2", f"--export_dir={export_dir}", "--beam_size=1",
+             "--extra_length=30"]
+    refused(exporter._main, flags, "give --constrained_output=false to export its search without the constraint")
+    assert not export_dir.exists()
+    assert run_main(exporter._main, flags + ["--constrained_output=false"]) == 0
+    capsys.readouterr()
+    version = export_dir / "1"
+    assert read_export_metadata(version)["decode"]["constrained_output"] is False
+    refused(decoder._main, ["--engine=ctranslate2", f"--model_dir={version}", "--constrained_output=true"],
+            "--constrained_output=true is for the tensorflow engine")
+    # It searches as the tensorflow engine does without the constraint (greedy: the same outputs), and its trees
+    # are repaired onto the sentence's words.
+    exported = ctranslate2_jobs.export_decoder(str(version))
+    free = run_decoder(str(parsing_run), beam_size=1, extra_length=30, constrained_output=False)
+    outputs = raw_outputs(exported)
+    assert outputs == raw_outputs(free)
+    for text, output in zip(SENTENCES, outputs):
+        assert parse_tree(exported.postprocess(output, text)).words() == text.split()
 
 
 def test_a_punctuation_word_gets_its_tag_and_no_other_word_a_tag_evalb_deletes():

@@ -135,6 +135,9 @@ def _check(args, engine):
             raise UserError("--jit_compile is for the tensorflow engine: CTranslate2 runs its own compiled search")
         if args.keep_finished:
             raise UserError("--keep_finished is for the tensorflow engine: CTranslate2 runs its own search")
+        if args.constrained_output:
+            raise UserError("--constrained_output=true is for the tensorflow engine: CTranslate2's search has no "
+                            "output constraint")
         if args.checkpoint:
             raise UserError("--checkpoint is for the tensorflow engine: a CTranslate2 export holds one checkpoint "
                             "(export another with t2t-repro-exporter --format=ctranslate2 --checkpoint=...)")

@@ -18,7 +18,9 @@ outputs equal t2t-repro-decoder's with the same --serving_precision. With --nbes
 beam size) each input gets the N best hypotheses and their scores, best first, as t2t-repro-decoder --nbest=N
 gives them: a SavedModel's outputs and scores are [batch, N], and t2t-repro-serve answers lists. With --ensemble
 the SavedModel holds the models of several runs and answers as t2t-repro-decoder --ensemble does (a CTranslate2
-model holds one model: --format=ctranslate2 --ensemble is refused).
+model holds one model: --format=ctranslate2 --ensemble is refused). CTranslate2's search cannot keep a parsing
+model's outputs to trees on the sentence's words: --format=ctranslate2 refuses such a run unless given
+--constrained_output=false.
 """
 
 import json

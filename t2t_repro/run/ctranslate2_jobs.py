@@ -15,7 +15,7 @@ import os
 from t2t_repro.errors import UserError
 from t2t_repro.run.jobs import export_description
 from t2t_repro.run.layout import RunLayout
-from t2t_repro.run.restore import restore_run
+from t2t_repro.run.restore import restore_run, run_vocabulary
 from t2t_repro.run.text_decoder import TextDecoder, export_postprocess, sampling_flags
 from t2t_repro.serve.ctranslate2_backend import CTranslate2Backend
 from t2t_repro.serve.ctranslate2_export import check_exportable, export_ctranslate2
@@ -38,10 +38,24 @@ def export(output_dir, export_dir=None, checkpoint=None, quantization="float32",
     """Exports a run as a new CTranslate2 version (default under output_dir/export_ctranslate2); returns its path.
     Settings CTranslate2 cannot express are refused before the checkpoint is read."""
     check_exportable(RunLayout(output_dir).load_hparams())
+    check_unconstrained(output_dir, usr_dir, settings_flags.get("constrained_output"))
     run = restore_run(output_dir, checkpoint, usr_dir=usr_dir)
     settings = run.decode_settings(**settings_flags)
     return export_ctranslate2(run.model, run.vocabularies, settings, export_dir or default_export_dir(output_dir),
                               export_description(run), quantization)
+
+
+def check_unconstrained(output_dir, usr_dir, constrained_output):
+    """Refuses (UserError) a run whose problem constrains its outputs (parsing's trees on the sentence's words)
+    unless `constrained_output` is False: CTranslate2's search cannot apply the constraint, so its export decodes
+    as `--constrained_output=false` does, and says so only when asked for that."""
+    if constrained_output is False:
+        return
+    info, problem, vocabularies = run_vocabulary(output_dir, usr_dir)
+    if problem.output_constraint(vocabularies) is not None:
+        raise UserError(f"{info.problem} constrains its outputs to trees on the sentence's words, which CTranslate2's "
+                        "search cannot: give --constrained_output=false to export its search without the "
+                        "constraint (trees repaired onto the words afterwards), or export a SavedModel")
 
 
 def version_dir(model_dir):
