@@ -125,8 +125,9 @@ SENTENCES = ["Mary sees the dog .", "The plan wanted to go .", "`` We gave up in
 
 
 def tags_fit_words(text, sentence):
-    """True when the tags of linearised `text` fit `sentence`'s words as the constraint keeps them: a punctuation
-    word tagged as itself (`PUNCTUATION_TAGS`), no other word given a tag EVALB deletes."""
+    """True when the tags of linearised `text` fit `sentence`'s words as the constraint keeps them for SENTENCES'
+    one-piece punctuation words: a punctuation word tagged as itself (`PUNCTUATION_TAGS`), no other word given a
+    tag EVALB deletes."""
     tags = [token for token in text.split() if token[0] not in "()"]
     punctuation = set(PUNCTUATION_TAGS.values())
     return all(tag == PUNCTUATION_TAGS[word] if word in PUNCTUATION_TAGS else tag not in punctuation

@@ -48,7 +48,7 @@ def export(output_dir, export_dir=None, checkpoint=None, quantization="float32",
 def check_unconstrained(output_dir, usr_dir, constrained_output):
     """Refuses (UserError) a run whose problem constrains its outputs (parsing's trees on the sentence's words)
     unless `constrained_output` is False: CTranslate2's search cannot apply the constraint, so its export decodes
-    as `--constrained_output=false` does, and says so only when asked for that."""
+    as `--constrained_output=false` does, and the flag is how the user says that this is wanted."""
     if constrained_output is False:
         return
     info, problem, vocabularies = run_vocabulary(output_dir, usr_dir)
