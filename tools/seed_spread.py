@@ -8,8 +8,8 @@ a translation problem; F1, precision and recall of a parsing problem); `--dev_sc
 run with its dev scores, as `t2t-repro-bleu --json` or `t2t-repro-evalb --json` print them. The spread is the
 largest minus the smallest score and the sample standard deviation (n - 1). The runs must share the problem,
 its settings, the hparams set and its overrides and the vocabulary (run.json) and have different seeds: anything
-else is refused in one line, exit status 2, as are missing or unreadable files. Their step counts are shown, since a time budget ends runs at
-different steps.
+else is refused in one line, exit status 2, as are missing or unreadable files. Their step counts are shown,
+since a time budget ends runs at different steps.
 """
 
 import json
