@@ -1,6 +1,8 @@
 """Decoding parsing outputs within the tree constraint: every hypothesis a well-formed tree with one tag per source
 word, by construction, whatever the scores; the search otherwise unchanged."""
 
+import json
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -241,7 +243,7 @@ def test_served_parser_answers_a_raw_sentence_with_a_tree_on_its_words(parsing_r
 
 
 def test_ctranslate2_exports_a_parser_only_when_told_that_it_searches_without_the_tree_constraint(
-        parsing_run, tmp_path, capsys):
+        parsing_run, tmp_path, capsys, caplog):
     pytest.importorskip("ctranslate2", reason="CTranslate2 is not installed (the [test] extra installs it)")
     from t2t_repro.cli import decoder, exporter
     from t2t_repro.cli.common import run_main
@@ -249,7 +251,7 @@ def test_ctranslate2_exports_a_parser_only_when_told_that_it_searches_without_th
     from t2t_repro.decode.decode_text import search_texts_nbest
     from t2t_repro.run import ctranslate2_jobs
     from t2t_repro.run.jobs import run_decoder
-    from t2t_repro.serve.export_files import read_export_metadata
+    from t2t_repro.serve.export_files import CTRANSLATE2_METADATA, read_export_metadata
 
     def refused(main, flags, message):
         assert run_main(main, flags) == 2
@@ -280,6 +282,17 @@ def test_ctranslate2_exports_a_parser_only_when_told_that_it_searches_without_th
     assert outputs == raw_outputs(free)
     for text, output in zip(SENTENCES, outputs):
         assert parse_tree(exported.postprocess(output, text)).words() == text.split()
+    # An export made before the refusal records no constrained_output: it decodes the same, with a warning.
+    metadata_file = version / CTRANSLATE2_METADATA
+    metadata = json.loads(metadata_file.read_text())
+    del metadata["decode"]["constrained_output"]
+    metadata_file.write_text(json.dumps(metadata))
+    caplog.clear()
+    assert raw_outputs(ctranslate2_jobs.export_decoder(str(version))) == outputs
+    assert "export again with --constrained_output=false to record it" in caplog.text
+    caplog.clear()
+    ctranslate2_jobs.export_decoder(str(version), constrained_output=False)
+    assert "--constrained_output=false" not in caplog.text
 
 
 def test_a_punctuation_word_gets_its_tag_and_no_other_word_a_tag_evalb_deletes():

@@ -10,13 +10,14 @@ format, so the rest of the project works without it.
     served = served_model("runs/wmt_ende/export_ctranslate2", limits)
 """
 
+import logging
 import os
 
 from t2t_repro.errors import UserError
 from t2t_repro.run.jobs import export_description
 from t2t_repro.run.layout import RunLayout
 from t2t_repro.run.restore import restore_run, run_vocabulary
-from t2t_repro.run.text_decoder import TextDecoder, export_postprocess, sampling_flags
+from t2t_repro.run.text_decoder import TextDecoder, export_problem, sampling_flags
 from t2t_repro.serve.ctranslate2_backend import CTranslate2Backend
 from t2t_repro.serve.ctranslate2_export import check_exportable, export_ctranslate2
 from t2t_repro.serve.ctranslate2_model import CTranslate2Model
@@ -27,6 +28,8 @@ from t2t_repro.serve.versions import latest_version_dir
 
 # A run's CTranslate2 versions, beside its SavedModel versions in export/ (which TensorFlow Serving watches).
 EXPORT_SUBDIR = "export_ctranslate2"
+
+logger = logging.getLogger(__name__)
 
 
 def default_export_dir(output_dir):
@@ -83,12 +86,29 @@ def export_decoder(model_dir=None, output_dir=None, threads=0, usr_dir=None, sam
     else:
         settings, sampling = model.decode_settings(**settings_flags), None
         search = model.search(settings)
-    return TextDecoder(search, settings, model.vocabularies, export_postprocess(model.metadata, usr_dir),
-                       description, sampling)
+    postprocess = ctranslate2_postprocess(model, settings, usr_dir)
+    return TextDecoder(search, settings, model.vocabularies, postprocess, description, sampling)
 
 
 def served_model(model_dir, limits, threads=0, usr_dir=None):
     """The newest CTranslate2 version under `model_dir`, ready to serve with `limits`; a parsing model answers
     trees (its problem's post-processing)."""
     backend = CTranslate2Backend(latest_version_dir(model_dir), threads)
-    return ServedModel(backend, limits, postprocess=export_postprocess(backend.metadata, usr_dir))
+    postprocess = ctranslate2_postprocess(backend.model, backend.settings, usr_dir)
+    return ServedModel(backend, limits, postprocess=postprocess)
+
+
+def ctranslate2_postprocess(model, settings, usr_dir):
+    """The post-processing of the problem a CTranslate2Model was exported from, or None. Warns when the problem
+    constrains its outputs (parsing) and neither the export's metadata nor `settings` (the flags on top) say
+    constrained_output false: such an export predates the exporter's refusal and decodes its search's free trees,
+    repaired onto the sentence's words."""
+    problem = export_problem(model.metadata, usr_dir)
+    if problem is None:
+        return None
+    if settings.constrained_output and problem.output_constraint(model.vocabularies) is not None:
+        logger.warning("%s: CTranslate2 searches without %s's tree constraint (this export predates the record of "
+                       "it), so its trees are repaired onto the words afterwards; export again with "
+                       "--constrained_output=false to record it, or decode a SavedModel for constrained trees",
+                       model.version_dir, model.metadata["problem"])
+    return problem.postprocess

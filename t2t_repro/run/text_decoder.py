@@ -133,17 +133,23 @@ def decode_interactive(decoder, input_stream, output_stream):
                                 decoder.postprocess)
 
 
-def export_postprocess(metadata, usr_dir=None):
-    """The post-processing of the problem an export was made from (its metadata's "problem", with its settings;
-    a user's problem through `usr_dir` or the user directory the metadata records), or None when the export
-    does not name a problem registered here (then outputs are served as decoded)."""
+def export_problem(metadata, usr_dir=None):
+    """The problem an export was made from (its metadata's "problem", with its settings; a user's problem through
+    `usr_dir` or the user directory the metadata records), or None when the export does not name a problem
+    registered here (then outputs are served as decoded)."""
     name = metadata.get("problem")
     if not name:
         return None
     needed = {"problems": [name]} if name in metadata.get("usr_names", {}).get("problems", []) else {}
     try:
         import_recorded(metadata.get("t2t_usr_dir", ""), needed, usr_dir, what="the export")
-        return catalog.get_problem(name, metadata.get("problem_overrides", "")).postprocess
+        return catalog.get_problem(name, metadata.get("problem_overrides", ""))
     except UserError as error:
         logger.warning("outputs are not post-processed: %s", error)
         return None
+
+
+def export_postprocess(metadata, usr_dir=None):
+    """The post-processing of the problem an export was made from (`export_problem`), or None."""
+    problem = export_problem(metadata, usr_dir)
+    return None if problem is None else problem.postprocess
