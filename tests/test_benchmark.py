@@ -116,6 +116,15 @@ def test_keras_hub_peer_does_equal_work(run):
     assert "peer" not in by_metric["matmul_peak"]
 
 
+def test_float32_peer_has_the_measured_models_vocabularies(run):
+    flags = ("--suite=train", "--hparams=transformer_tiny", "--batch_sentences=2", "--src_len=4", "--tgt_len=5",
+             "--jit_compile=false", "--warmup=1", "--repeats=1", "--source_vocab_size=300", "--json")
+    by_metric, _ = _json_lines(run(*flags, "--precision=mixed_bfloat16", "--peer=float32"))
+    config = by_metric["train_target_tokens_per_sec"]["config"]
+    # Separate vocabularies on both sides of the comparison: only the policy differs.
+    assert config["source_vocab_size"] == 300 and config["peer_params"] == config["params"]
+
+
 TINY_DECODE_FLAGS = ("--suite=decode", "--hparams=transformer_tiny", "--decode_batch=2", "--src_len=4",
                      "--output_length=6", "--beam_size=2", "--repeats=2", "--json")
 

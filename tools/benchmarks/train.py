@@ -153,7 +153,7 @@ class KerasHubTransformer(keras.Model):
         return self.embedding(y, reverse=True)
 
 
-def build_keras_hub_peer(hparams, vocab_size, features):
+def build_keras_hub_peer(hparams, vocab_size, features, source_vocab_size=None):
     """The keras-hub peer with its weights created; refuses settings it cannot match."""
     try:
         import keras_hub  # noqa: F401
@@ -163,6 +163,8 @@ def build_keras_hub_peer(hparams, vocab_size, features):
         raise UserError("--peer keras_hub needs d_k = d_v = d_model / num_heads (keras-hub's head size)")
     if not hparams.shared_embedding or hparams.position_encoding != "sinusoid":
         raise UserError("--peer keras_hub needs shared_embedding=true and position_encoding=sinusoid")
+    if source_vocab_size:
+        raise UserError("--peer keras_hub shares one vocabulary between the sides: leave out --source_vocab_size")
     model = KerasHubTransformer(hparams, vocab_size, name="keras_hub_transformer", dtype=hparams.precision)
     model({name: ids[:1] for name, ids in features.items()})
     return model
@@ -256,11 +258,12 @@ def run(args):
     if args.peer == "shared_vocabulary":
         models["shared_vocabulary"] = build_transformer(hparams, source_vocab_size + vocab_size)
     if args.peer == "keras_hub":
-        models["keras_hub"] = build_keras_hub_peer(hparams, vocab_size, features)
+        models["keras_hub"] = build_keras_hub_peer(hparams, vocab_size, features, source_vocab_size)
     if args.peer == "float32":
         if hparams.precision == "float32":
             raise UserError("--peer float32 compares a mixed precision with float32: give --precision")
-        models["float32"] = build_transformer(hparams, vocab_size, precision="float32")
+        models["float32"] = build_transformer(hparams, vocab_size, precision="float32",
+                                              source_vocab_size=source_vocab_size)
     seconds, errors, peak = measure(models, hparams, features, _MODES[args.jit_compile], warmup, repeats)
 
     mode, round_seconds = _best(seconds["t2t_repro"])
