@@ -123,6 +123,8 @@ def test_float32_peer_has_the_measured_models_vocabularies(run):
     config = by_metric["train_target_tokens_per_sec"]["config"]
     # Separate vocabularies on both sides of the comparison: only the policy differs.
     assert config["source_vocab_size"] == 300 and config["peer_params"] == config["params"]
+    refused = run(*flags, "--peer=keras_hub")  # one vocabulary only: refused before any model is built
+    assert refused.returncode == 2 and "leave out --source_vocab_size" in refused.stderr.strip().splitlines()[-1]
 
 
 TINY_DECODE_FLAGS = ("--suite=decode", "--hparams=transformer_tiny", "--decode_batch=2", "--src_len=4",

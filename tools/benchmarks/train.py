@@ -153,7 +153,7 @@ class KerasHubTransformer(keras.Model):
         return self.embedding(y, reverse=True)
 
 
-def build_keras_hub_peer(hparams, vocab_size, features, source_vocab_size=None):
+def build_keras_hub_peer(hparams, vocab_size, features):
     """The keras-hub peer with its weights created; refuses settings it cannot match."""
     try:
         import keras_hub  # noqa: F401
@@ -163,8 +163,6 @@ def build_keras_hub_peer(hparams, vocab_size, features, source_vocab_size=None):
         raise UserError("--peer keras_hub needs d_k = d_v = d_model / num_heads (keras-hub's head size)")
     if not hparams.shared_embedding or hparams.position_encoding != "sinusoid":
         raise UserError("--peer keras_hub needs shared_embedding=true and position_encoding=sinusoid")
-    if source_vocab_size:
-        raise UserError("--peer keras_hub shares one vocabulary between the sides: leave out --source_vocab_size")
     model = KerasHubTransformer(hparams, vocab_size, name="keras_hub_transformer", dtype=hparams.precision)
     model({name: ids[:1] for name, ids in features.items()})
     return model
@@ -246,6 +244,8 @@ def run(args):
     if args.peer == "shared_vocabulary" and not source_vocab_size:
         raise UserError("--peer shared_vocabulary compares separate vocabularies with a shared one: give "
                         "--source_vocab_size")
+    if args.peer == "keras_hub" and source_vocab_size:
+        raise UserError("--peer keras_hub shares one vocabulary between the sides: leave out --source_vocab_size")
     batch = random_token_batch(args.batch_sentences, args.src_len, args.tgt_len, vocab_size)
     if source_vocab_size:
         batch["inputs"] = random_token_batch(args.batch_sentences, args.src_len, 1, source_vocab_size, seed=1)["inputs"]
@@ -258,7 +258,7 @@ def run(args):
     if args.peer == "shared_vocabulary":
         models["shared_vocabulary"] = build_transformer(hparams, source_vocab_size + vocab_size)
     if args.peer == "keras_hub":
-        models["keras_hub"] = build_keras_hub_peer(hparams, vocab_size, features, source_vocab_size)
+        models["keras_hub"] = build_keras_hub_peer(hparams, vocab_size, features)
     if args.peer == "float32":
         if hparams.precision == "float32":
             raise UserError("--peer float32 compares a mixed precision with float32: give --precision")
