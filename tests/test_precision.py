@@ -2,6 +2,9 @@
 
 import dataclasses
 import json
+import os
+import subprocess
+import sys
 
 import keras
 import numpy as np
@@ -268,3 +271,44 @@ def test_serving_precision_is_refused_where_it_cannot_apply(tmp_path):
     assert "--quantization" in result.stderr.strip().splitlines()[-1]
     result = run_cli("serve", "--model_dir=x", "--serving_precision=mixed_bfloat16")
     assert result.returncode == 2 and "unrecognized arguments: --serving_precision" in result.stderr
+
+
+def test_bfloat16_without_kernels_is_refused_in_one_line_before_data_or_run_is_written(tmp_path, monkeypatch):
+    from t2t_repro.model import cpu_kernels
+
+    monkeypatch.setattr(cpu_kernels, "_missing_bfloat16_kernels", lambda: "could not create a primitive descriptor")
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    completed = run_cli_in_process("trainer", "--problem=toy_ende", "--hparams=transformer_tiny",
+                                   "--hparams_overrides=precision=mixed_bfloat16", f"--data_dir={tmp_path / 'data'}",
+                                   f"--output_dir={tmp_path / 'run'}")
+    assert completed.returncode == 2
+    [line] = completed.stderr.strip().splitlines()
+    assert line.endswith(
+        ": error: precision mixed_bfloat16 cannot run here: this CPU's bfloat16 kernels fail (could not create a "
+        "primitive descriptor); unset ONEDNN_MAX_CPU_ISA, use float32, or set TF_ENABLE_ONEDNN_OPTS=0 for "
+        "TensorFlow's own bfloat16 kernels")
+    assert list(tmp_path.iterdir()) == []
+    for precision in ("float32", "mixed_float16"):
+        cpu_kernels.check_compute_kernels(precision)  # these compute everywhere
+
+
+_BF16_PROBE = "from t2t_repro.model.cpu_kernels import check_compute_kernels; check_compute_kernels('mixed_bfloat16')"
+_BF16_COMPILED_STEP = """
+import t2t_repro, tensorflow as tf
+x = tf.ones([8, 8], tf.bfloat16)
+tf.function(lambda a: tf.nn.relu(tf.matmul(a, a) + tf.constant(1.0, tf.bfloat16)))(x).numpy()
+"""
+
+
+def test_bfloat16_is_refused_exactly_where_its_compiled_step_would_end_the_process():
+    # With oneDNN held to AVX2: on an AVX-512 CPU TensorFlow still hands it bf16 ops it has no kernels for (the
+    # process dies without a message), on an AVX2-only CPU it keeps its own kernels and both run.
+    env = dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX2", TF_ENABLE_ONEDNN_OPTS="1", TF_CPP_MIN_LOG_LEVEL="3")
+    probe = subprocess.run([sys.executable, "-c", _BF16_PROBE], capture_output=True, text=True, env=env, timeout=300)
+    step = subprocess.run([sys.executable, "-c", _BF16_COMPILED_STEP], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert probe.returncode in (0, 1), probe.stderr
+    refused = probe.returncode == 1
+    assert refused == (step.returncode != 0), (probe.stderr[-500:], step.returncode)
+    if refused:
+        assert "precision mixed_bfloat16 cannot run here: oneDNN held to ONEDNN_MAX_CPU_ISA=AVX2" in probe.stderr

@@ -6,6 +6,7 @@ import tensorflow as tf
 from t2t_repro.model.attention import causal_bias, empty_cache, padding_bias, unwritten_bias
 from t2t_repro.model.built_by_call import BuiltByCall
 from t2t_repro.model.config import HParamsConfig
+from t2t_repro.model.cpu_kernels import check_compute_kernels
 from t2t_repro.model.dropout import Dropout
 from t2t_repro.model.embedding import PositionEncoding, TokenEmbedding
 from t2t_repro.model.layer_norm import LayerNormalization
@@ -244,6 +245,7 @@ def build_transformer(hparams, vocab_size, precision=None, source_vocab_size=Non
 
     `precision` (a Keras dtype policy name) overrides hparams.precision, e.g. "float32" to serve a
     mixed-precision run in float32; the weights are float32 whatever the policy, so any checkpoint restores."""
+    check_compute_kernels(precision or hparams.precision)
     model = Transformer(hparams, vocab_size, source_vocab_size, **({"dtype": precision} if precision else {}))
     ones = tf.ones([1, 1], tf.int32)
     model({"inputs": ones, "targets": ones})

@@ -15,6 +15,7 @@ import tensorflow as tf
 from t2t_repro.data.batching import token_batches
 from t2t_repro.errors import UserError, first_line
 from t2t_repro.model import build_transformer
+from t2t_repro.model.cpu_kernels import check_compute_kernels
 from t2t_repro.train.checkpoints import (
     RESTORE_ERRORS, all_finite, checkpoint_prefixes, checkpoint_step, damage_details, keep_aside,
     read_index, remove_write_leftovers, restore_newest, write_index,
@@ -87,6 +88,7 @@ class Trainer:
         self.options = options
         self.strategy = make_strategy(options.strategy, options.tpu)
         configure_tf32(hparams.tf32)
+        check_compute_kernels(hparams.precision)  # before data generation, which may take hours
         self.device = device_summary(self.strategy)
         keras.utils.set_random_seed(options.seed)
         self.chief = is_chief(self.strategy)
