@@ -179,7 +179,8 @@ def test_user_code_that_exits_or_raises_or_returns_wrongly_is_one_line_naming_it
     (exits / "__init__.py").write_text("import sys\nsys.exit(0)\n", encoding="utf-8")
     for module, flags in (("trainer", ["--problem=toy_ende", "--hparams=transformer_tiny"]),
                           ("decoder", ["--decode_from_file=x", "--decode_to_file=y"])):
-        line = error_line(run_cli(module, f"--t2t_usr_dir={exits}", f"--output_dir={tmp_path / 'out'}", *flags))
+        line = error_line(run_cli_in_process(module, f"--t2t_usr_dir={exits}", f"--output_dir={tmp_path / 'out'}",
+                                             *flags))
         assert f"called sys.exit(0) at {exits / '__init__.py'}:2" in line
     assert not (tmp_path / "out").exists()
 

@@ -195,8 +195,9 @@ def test_a_run_changes_precision_only_when_asked(tmp_path, tiny_data_dir):
               f"--output_dir={output_dir}"]
     overrides = TINY_RUN_FLAGS[2]
 
-    def train(steps, precision, *extra, run=run_cli):
-        return run("trainer", *common, f"{overrides},precision={precision}", f"--train_steps={steps}", *extra)
+    def train(steps, precision, *extra):
+        return run_cli_in_process("trainer", *common, f"{overrides},precision={precision}", f"--train_steps={steps}",
+                                  *extra)
 
     first = train(4, "float32")
     assert first.returncode == 0, first.stdout + first.stderr
@@ -206,7 +207,7 @@ def test_a_run_changes_precision_only_when_asked(tmp_path, tiny_data_dir):
     assert environment["xla"] is False
     assert environment["device_kind"] == "CPU" and environment["device_name"]
 
-    refused = train(6, "mixed_float16", run=run_cli_in_process)  # refused before training: no fresh process needed
+    refused = train(6, "mixed_float16")
     assert refused.returncode != 0 and len(refused.stderr.strip().splitlines()) == 1
     assert "precision: saved 'float32', now 'mixed_float16'" in refused.stderr
     assert "--allow_precision_change" in refused.stderr
@@ -292,9 +293,15 @@ def test_bfloat16_without_kernels_is_refused_in_one_line_before_data_or_run_is_w
         cpu_kernels.check_compute_kernels(precision)  # these compute everywhere
 
 
-_BF16_PROBE = "from t2t_repro.model.cpu_kernels import check_compute_kernels; check_compute_kernels('mixed_bfloat16')"
-_BF16_COMPILED_STEP = """
-import t2t_repro, tensorflow as tf
+# The check, then (refused or not) the kind of compiled bf16 op a training step runs.
+_BF16_CHECK_THEN_STEP = """
+import tensorflow as tf
+from t2t_repro.errors import UserError
+from t2t_repro.model.cpu_kernels import check_compute_kernels
+try:
+    check_compute_kernels("mixed_bfloat16")
+except UserError as error:
+    print("refused:", error, flush=True)
 x = tf.ones([8, 8], tf.bfloat16)
 tf.function(lambda a: tf.nn.relu(tf.matmul(a, a) + tf.constant(1.0, tf.bfloat16)))(x).numpy()
 """
@@ -304,11 +311,8 @@ def test_bfloat16_is_refused_exactly_where_its_compiled_step_would_end_the_proce
     # With oneDNN held to AVX2: on an AVX-512 CPU TensorFlow still hands it bf16 ops it has no kernels for (the
     # process dies without a message), on an AVX2-only CPU it keeps its own kernels and both run.
     env = dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX2", TF_ENABLE_ONEDNN_OPTS="1", TF_CPP_MIN_LOG_LEVEL="3")
-    probe = subprocess.run([sys.executable, "-c", _BF16_PROBE], capture_output=True, text=True, env=env, timeout=300)
-    step = subprocess.run([sys.executable, "-c", _BF16_COMPILED_STEP], capture_output=True, text=True, env=env,
-                          timeout=300)
-    assert probe.returncode in (0, 1), probe.stderr
-    refused = probe.returncode == 1
-    assert refused == (step.returncode != 0), (probe.stderr[-500:], step.returncode)
-    if refused:
-        assert "precision mixed_bfloat16 cannot run here: oneDNN held to ONEDNN_MAX_CPU_ISA=AVX2" in probe.stderr
+    completed = subprocess.run([sys.executable, "-c", _BF16_CHECK_THEN_STEP], capture_output=True, text=True,
+                               env=env, timeout=300)
+    refused = completed.stdout.startswith("refused: precision mixed_bfloat16 cannot run here: oneDNN held to "
+                                          "ONEDNN_MAX_CPU_ISA=AVX2 has no bfloat16 kernels")
+    assert refused == (completed.returncode != 0), (completed.stdout, completed.stderr[-500:], completed.returncode)
