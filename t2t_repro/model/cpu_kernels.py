@@ -33,7 +33,7 @@ def check_compute_kernels(precision):
     if "bfloat16" not in (precision or "") or _missing_bfloat16_kernels() is None:
         return
     held = os.environ.get("ONEDNN_MAX_CPU_ISA")
-    cause = (f"oneDNN held to ONEDNN_MAX_CPU_ISA={held} has no bfloat16 kernels" if held
-             else f"this CPU's bfloat16 kernels fail ({_missing_bfloat16_kernels()})")
-    raise UserError(f"precision {precision} cannot run here: {cause}; unset ONEDNN_MAX_CPU_ISA, use float32, or "
-                    "set TF_ENABLE_ONEDNN_OPTS=0 for TensorFlow's own bfloat16 kernels")
+    cause, unset = ((f"oneDNN held to ONEDNN_MAX_CPU_ISA={held} has no bfloat16 kernels", "unset it, ") if held
+                    else (f"this CPU's bfloat16 kernels fail ({_missing_bfloat16_kernels()})", ""))
+    raise UserError(f"precision {precision} cannot run here: {cause}: {unset}use float32, or set "
+                    "TF_ENABLE_ONEDNN_OPTS=0 for TensorFlow's own bfloat16 kernels")
