@@ -21,6 +21,7 @@ from google.protobuf.message import DecodeError
 from tensorflow.core.protobuf import saved_model_pb2
 
 from t2t_repro.errors import UserError, first_line
+from t2t_repro.model.cpu_kernels import check_compute_kernels
 from t2t_repro.serve import rest_api
 from t2t_repro.serve.attention_output import trim_attention_example
 from t2t_repro.serve.export_files import ATTENTION_NAME, ATTENTION_SIGNATURE, read_export_metadata
@@ -104,6 +105,7 @@ class SavedModelBackend:
         self.metadata = read_export_metadata(version_dir)
         if self.metadata.get("format") == CTRANSLATE2:
             raise UserError(f"{version_dir} is a CTranslate2 export: serve it with --engine={CTRANSLATE2}")
+        check_compute_kernels(self.metadata.get("serving_precision"))  # its graph computes in it
         try:
             with sentencepiece_info_hidden():
                 self.loaded = tf.saved_model.load(version_dir)
