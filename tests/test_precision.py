@@ -291,13 +291,15 @@ def test_bfloat16_without_kernels_is_refused_in_one_line_before_data_or_run_is_w
     for precision in ("float32", "mixed_float16"):
         cpu_kernels.check_compute_kernels(precision)  # these compute everywhere
     # A bf16 export is refused by the server before its graph is loaded.
+    from t2t_repro.serve.export_files import SAVED_MODEL_METADATA
     from t2t_repro.serve.saved_model_backend import SavedModelBackend
 
-    metadata = tmp_path / "export" / "1" / "assets.extra" / "t2t_repro_export.json"
+    version_dir = tmp_path / "export" / "1"
+    metadata = version_dir / SAVED_MODEL_METADATA
     metadata.parent.mkdir(parents=True)
     metadata.write_text(json.dumps({"serving_precision": "mixed_bfloat16"}))
     with pytest.raises(UserError, match="precision mixed_bfloat16 cannot run here"):
-        SavedModelBackend(str(metadata.parent.parent))
+        SavedModelBackend(str(version_dir))
 
 
 # The check, then (refused or not) the kind of compiled bf16 op a training step runs.

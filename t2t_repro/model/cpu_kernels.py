@@ -30,10 +30,13 @@ def _missing_bfloat16_kernels():
 def check_compute_kernels(precision):
     """Raises a UserError when `precision` (a Keras dtype policy name) computes in bfloat16 and this process
     cannot; float32 and float16 run everywhere."""
-    if "bfloat16" not in (precision or "") or _missing_bfloat16_kernels() is None:
+    if "bfloat16" not in (precision or ""):
+        return
+    error = _missing_bfloat16_kernels()
+    if error is None:
         return
     held = os.environ.get("ONEDNN_MAX_CPU_ISA")
     cause, unset = ((f"oneDNN held to ONEDNN_MAX_CPU_ISA={held} has no bfloat16 kernels", "unset it, ") if held
-                    else (f"this CPU's bfloat16 kernels fail ({_missing_bfloat16_kernels()})", ""))
+                    else (f"this CPU's bfloat16 kernels fail ({error})", ""))
     raise UserError(f"precision {precision} cannot run here: {cause}: {unset}use float32, or set "
                     "TF_ENABLE_ONEDNN_OPTS=0 for TensorFlow's own bfloat16 kernels")
