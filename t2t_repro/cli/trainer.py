@@ -11,7 +11,8 @@
 
 Data is generated first when data_dir lacks it. Restarting the same command resumes exactly where the last
 checkpoint left off. The run ends by averaging the last checkpoints, decoding the test split, writing report.json
-and exporting a SavedModel (each step can be skipped).
+and exporting a SavedModel (each step can be skipped). --ensemble_seeds=N trains N runs that differ in the seed
+alone into OUTPUT_DIR/seed_S and ends with them as one ensemble.
 """
 
 import json
@@ -65,9 +66,15 @@ def _main(argv):
         return 0
     config = settings_from_flags(args, RunConfig, command_line=("t2t-repro-trainer", *argv))
     options = settings_from_flags(args, TrainingOptions)
-    from t2t_repro.run.training import train_run
+    datagen = settings_from_flags(args, DatagenOptions)
+    if config.ensemble_seeds > 1:
+        from t2t_repro.run.seed_ensemble import train_seed_ensemble
 
-    report = train_run(config, options, settings_from_flags(args, DatagenOptions))
+        report = train_seed_ensemble(config, options, datagen)
+    else:
+        from t2t_repro.run.training import train_run
+
+        report = train_run(config, options, datagen)
     if report is not None:
         print(json.dumps({k: v for k, v in report.items() if k in ("bleu", "chrf", "f1", "precision", "recall",
                                                                     "steps")}))

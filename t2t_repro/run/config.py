@@ -48,6 +48,11 @@ class RunConfig:
         None, "with --warm_start_from: what starts afresh instead of going on from the checkpoint, some of "
         "optimizer,schedule,step (default: all three, i.e. fine-tuning; empty: nothing, RUN's training goes on)"
     )
+    ensemble_seeds: int = setting(
+        1, "train this many models that differ in the seed alone (--seed, --seed + 1, ...), each a run of its own "
+        "in OUTPUT_DIR/seed_S, then decode and score the test split and export with them as one ensemble (the "
+        "mean of their probabilities); --max_train_minutes is the whole command's, an equal share for each model"
+    )
     eval_decode_sentences: int = setting(100, "dev sentences beam-decoded for BLEU/F1 (0: none)", minimum=0)
     skip_average: bool = setting(False, "do not average the last checkpoints at the end")
     skip_test: bool = setting(False, "do not decode and score the test split at the end")

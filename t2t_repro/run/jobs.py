@@ -21,6 +21,8 @@ from t2t_repro.serve.saved_model_backend import SavedModelBackend
 from t2t_repro.serve.served_model import ServedModel
 from t2t_repro.serve.versions import latest_version_dir
 from t2t_repro.train.averaging import average_checkpoints
+
+TEST_GOLD_FILE = "test_gold.txt"  # the gold side of a parsing test split, in the form its scorer reads
 from t2t_repro.visualize.attention_maps import compute_attention_maps
 
 
@@ -69,31 +71,46 @@ def run_scorer(output_dir, checkpoint=None, precision="float32", usr_dir=None, *
 
 def decode_test_split(run, output_file=None):
     """Decodes the test split of a restored run (`restore_run`) with the problem's defaults into `output_file`
-    (default: the run's test_decoded.txt); returns its scores.
+    (default: the run's test_decoded.txt); returns its scores (`decode_test_texts`) and the checkpoint."""
+    scores = decode_test_texts(run.problem, run.info.data_dir, run.model, run.vocabularies, run.decode_settings(),
+                               output_file or run.layout.test_output_file, run.layout.path(TEST_GOLD_FILE),
+                               os.path.relpath(run.checkpoint, run.layout.output_dir))
+    return {**scores, "checkpoint": run.checkpoint}
+
+
+def decode_ensemble_test_split(loaded, output_dir):
+    """Decodes the test split with a `LoadedEnsemble` (the first run's data and decode defaults) into
+    output_dir/test_decoded.txt; returns its scores (`decode_test_texts`) and each model's checkpoint."""
+    layout = RunLayout(output_dir)
+    scores = decode_test_texts(loaded.problem, loaded.runs[0].info.data_dir, loaded.model, loaded.vocabularies,
+                               loaded.decode_settings(), layout.test_output_file, layout.path(TEST_GOLD_FILE),
+                               loaded.description)
+    return {**scores, "checkpoints": [run.checkpoint for run in loaded.runs]}
+
+
+def decode_test_texts(problem, data_dir, model, vocabularies, settings, output_file, gold_file, what):
+    """Decodes the test split of `problem`'s data in `data_dir` with `model` and `settings` into `output_file`;
+    returns its scores, the sentence count and the decode settings. `what` names the model in the log line.
 
     When the problem's scorer scores a canonical form of the texts (`evaluation_files`: parsing, whose trees
-    EVALB scores), test_decoded.txt holds the decoded side in that form and test_gold.txt the gold side, so
-    that the external tool (evalb.c with COLLINS.prm, or t2t-repro-evalb) on the two files gives the scores
-    returned here."""
-    pairs = run.problem.text_pairs("test", run.info.data_dir)
+    EVALB scores), `output_file` holds the decoded side in that form and `gold_file` the gold side, so that the
+    external tool (evalb.c with COLLINS.prm, or t2t-repro-evalb) on the two files gives the scores returned."""
+    pairs = problem.text_pairs("test", data_dir)
     sources = [source for source, _ in pairs]
     references = [reference for _, reference in pairs]
-    settings = run.decode_settings()
-    print(f"decoding {len(sources)} test sentences with {os.path.relpath(run.checkpoint, run.layout.output_dir)} "
-          f"({settings.describe()})", flush=True)
-    hypotheses = decode_texts(sources, run.model, run.vocabularies, settings, run.problem.postprocess,
-                              run.problem.output_constraint(run.vocabularies))
-    output_file = output_file or run.layout.test_output_file
-    evaluation_files = getattr(run.problem.scorer, "evaluation_files", None)
+    print(f"decoding {len(sources)} test sentences with {what} ({settings.describe()})", flush=True)
+    hypotheses = decode_texts(sources, model, vocabularies, settings, problem.postprocess,
+                              problem.output_constraint(vocabularies))
+    evaluation_files = getattr(problem.scorer, "evaluation_files", None)
     if evaluation_files is None:
         write_lines(output_file, hypotheses)
     else:
         files = evaluation_files(hypotheses, references, sources)
         write_lines(output_file, files["decoded"])
-        write_lines(run.layout.path("test_gold.txt"), files["gold"])
-    scores = run.problem.evaluate(hypotheses, references, sources)
+        write_lines(gold_file, files["gold"])
+    scores = problem.evaluate(hypotheses, references, sources)
     decode = {"beam_size": settings.beam_size, "alpha": settings.alpha, "extra_length": settings.extra_length}
-    return {**scores, "test_sentences": len(sources), "decode": decode, "checkpoint": run.checkpoint}
+    return {**scores, "test_sentences": len(sources), "decode": decode}
 
 
 def export_description(run):
@@ -132,7 +149,12 @@ def export(output_dir, export_dir=None, checkpoint=None, precision="float32", us
     if not ensemble:
         return export_run(restore_run(output_dir, checkpoint, precision, usr_dir), precision, export_dir,
                           **settings_flags)
-    loaded = restore_ensemble(output_dir, ensemble, checkpoint, precision, usr_dir)
+    return export_ensemble(restore_ensemble(output_dir, ensemble, checkpoint, precision, usr_dir), precision,
+                           export_dir, **settings_flags)
+
+
+def export_ensemble(loaded, precision="float32", export_dir=None, **settings_flags):
+    """`export` for a `LoadedEnsemble` whose models compute in `precision` (default export_dir: the first run's)."""
     first = loaded.runs[0]
     description = {**export_description(first), "serving_precision": precision,
                    "ensemble": [ensemble_member_description(run) for run in loaded.runs[1:]]}

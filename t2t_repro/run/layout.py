@@ -12,6 +12,9 @@
       test_decoded.txt      the decoded test split
       report.json           the run's scores and statistics
       export/N/             SavedModel versions
+
+A seed ensemble's output_dir (t2t-repro-trainer --ensemble_seeds, `t2t_repro.run.seed_ensemble`) holds its
+runs, each laid out as above, and the ensemble's own ensemble.json, test_decoded.txt, report.json and export/.
 """
 
 import dataclasses
@@ -137,6 +140,15 @@ class RunLayout:
     def export_dir(self):
         return self.path("export")
 
+    @property
+    def ensemble_file(self):
+        """Where a seed ensemble's output_dir names its runs (`t2t_repro.run.seed_ensemble`)."""
+        return self.path("ensemble.json")
+
+    def holds_run(self):
+        """True when output_dir holds (the start of) a single run."""
+        return os.path.exists(self.hparams_file) or os.path.exists(self.info_file)
+
     def check_is_run(self, named, hint=""):
         """UserError "`named` is not a t2t-repro run (no run.json there)`hint`" where output_dir holds no run:
         `named` is how the flag or setting that names the directory is quoted."""
@@ -144,6 +156,12 @@ class RunLayout:
             raise UserError(f"{named} is not a t2t-repro run (no run.json there){hint}")
 
     def load_info(self):
+        if not os.path.exists(self.info_file) and os.path.isfile(self.ensemble_file):
+            members = read_json(self.ensemble_file, "a seed ensemble's runs").get("runs") or ["seed_1"]
+            paths = [self.path(member) for member in members]
+            raise UserError(f"{self.output_dir} holds a seed ensemble, not one run: give one of its runs "
+                            f"({', '.join(paths)}), or decode or export them together with --output_dir={paths[0]} "
+                            f"--ensemble={','.join(paths[1:])}")
         values = read_json(self.info_file, "run description")
         fields = [f.name for f in dataclasses.fields(RunInfo)]
         required = [f.name for f in dataclasses.fields(RunInfo)
@@ -190,7 +208,10 @@ class RunLayout:
         given) reads the recorded problem settings (`Problem.settings_differences`)."""
         if os.path.exists(self.output_dir) and not os.path.isdir(self.output_dir):
             raise UserError(f"--output_dir={self.output_dir} is a file, not a directory; name a directory")
-        if not (os.path.exists(self.hparams_file) or os.path.exists(self.info_file)):
+        if os.path.exists(self.ensemble_file):
+            raise UserError(f"{self.output_dir} holds a seed ensemble (ensemble.json): resume it with its "
+                            "--ensemble_seeds, or use a new --output_dir")
+        if not self.holds_run():
             return
         saved_info = self.load_info()
         if saved_info.problem != info.problem:

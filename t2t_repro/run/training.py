@@ -54,6 +54,14 @@ def resolve_hparams(config):
     return hparams
 
 
+def new_run_info(config, problem, seed, environment=None, usr_dir="", usr_names=None):
+    """The RunInfo a run of `config` records before it trains (`environment`: the trainer's)."""
+    return RunInfo(config.problem, config.hparams, config.hparams_overrides, os.path.abspath(config.resolved_data_dir),
+                   tuple(config.command_line), environment or {}, problem_overrides=config.problem_overrides,
+                   problem_settings=problem.settings_dict(), t2t_usr_dir=usr_dir, usr_names=usr_names or {},
+                   seed=seed)
+
+
 def train_run(config, options, datagen=DatagenOptions()):
     """Trains the run `config` describes; returns the report (None on workers other than the chief).
     `datagen` says how missing data is generated (`t2t_repro.data.datagen_options.DatagenOptions`)."""
@@ -64,10 +72,7 @@ def train_run(config, options, datagen=DatagenOptions()):
     data_dir = config.resolved_data_dir
     trainer = Trainer(hparams, problem, options)  # first: it sets up the tf.distribute strategy
     layout = RunLayout(config.output_dir)
-    info = RunInfo(config.problem, config.hparams, config.hparams_overrides, os.path.abspath(data_dir),
-                   tuple(config.command_line), trainer.environment(), problem_overrides=config.problem_overrides,
-                   problem_settings=problem.settings_dict(), t2t_usr_dir=usr_dir, usr_names=usr_names,
-                   seed=options.seed)
+    info = new_run_info(config, problem, options.seed, trainer.environment(), usr_dir, usr_names)
     recorded = None  # a restart's RunInfo: its checkpoints were trained on the vocabulary it records
     # Before data generation, which may take hours.
     if trainer.chief:
