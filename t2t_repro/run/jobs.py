@@ -21,9 +21,9 @@ from t2t_repro.serve.saved_model_backend import SavedModelBackend
 from t2t_repro.serve.served_model import ServedModel
 from t2t_repro.serve.versions import latest_version_dir
 from t2t_repro.train.averaging import average_checkpoints
+from t2t_repro.visualize.attention_maps import compute_attention_maps
 
 TEST_GOLD_FILE = "test_gold.txt"  # the gold side of a parsing test split, in the form its scorer reads
-from t2t_repro.visualize.attention_maps import compute_attention_maps
 
 
 def average(output_dir, num_last=None):
