@@ -6,9 +6,9 @@ import json
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from conftest import TINY_RUN_FLAGS, run_cli_in_process
+from test_trainer import _weights
 from t2t_repro.run.config import RunConfig
 from t2t_repro.run.seed_ensemble import ensemble_runs
 from t2t_repro.train.options import TrainingOptions
@@ -28,21 +28,17 @@ def seed_ensemble(tmp_path_factory, tiny_data_dir):
     return output_dir
 
 
-def _weights(checkpoint):
-    reader = tf.train.load_checkpoint(str(checkpoint))
-    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map() if "/.ATTRIBUTES/" in name
-            and name.startswith("model/")}
-
-
 def test_each_run_of_the_ensemble_is_the_run_its_seed_trains_alone(seed_ensemble, serving_run):
     runs = json.loads((seed_ensemble / "ensemble.json").read_text())
     assert runs == {"runs": ["seed_0", "seed_1"], "seeds": [0, 1]}
     assert [json.loads((seed_ensemble / name / "run.json").read_text())["seed"] for name in runs["runs"]] == [0, 1]
-    second, alone = _weights(seed_ensemble / "seed_1/checkpoints/ckpt-1"), _weights(serving_run / "checkpoints/ckpt-1")
+    second = _weights(str(seed_ensemble / "seed_1/checkpoints/ckpt-1"))
+    alone = _weights(str(serving_run / "checkpoints/ckpt-1"))
     assert second and second.keys() == alone.keys()
     assert all(np.array_equal(second[name], alone[name]) for name in alone)
-    first = _weights(seed_ensemble / "seed_0/checkpoints/ckpt-1")
-    assert not all(np.array_equal(first[name], alone[name]) for name in alone)  # another seed, other weights
+    first = _weights(str(seed_ensemble / "seed_0/checkpoints/ckpt-1"))
+    differing = [name for name in alone if not np.array_equal(first[name], alone[name])]
+    assert len(differing) > len(alone) / 2  # another seed: other weights
 
 
 def test_the_ensembles_test_decode_and_export_are_the_decoder_and_exporters_ensemble(seed_ensemble, parallel_text_dir):
