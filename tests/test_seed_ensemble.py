@@ -11,6 +11,7 @@ from conftest import TINY_RUN_FLAGS, run_cli_in_process
 from test_trainer import _weights
 from t2t_repro.run.config import RunConfig
 from t2t_repro.run.seed_ensemble import ensemble_runs
+from t2t_repro.serve.export_files import SAVED_MODEL_METADATA
 from t2t_repro.train.options import TrainingOptions
 
 # serving_run's flags (conftest) less its skipped test and export: the ensemble's end decodes and exports.
@@ -55,7 +56,7 @@ def test_the_ensembles_test_decode_and_export_are_the_decoder_and_exporters_ense
     assert decoded.read_text() == (seed_ensemble / "test_decoded.txt").read_text()
     assert len(set(decoded.read_text().splitlines())) > 5  # varied outputs, not a comparison of empty ones
     assert not (runs[0] / "test_decoded.txt").exists()  # the runs' own test decodes and exports are skipped
-    metadata = json.loads((seed_ensemble / "export/1/assets.extra/t2t_repro_export.json").read_text())
+    metadata = json.loads((seed_ensemble / "export/1" / SAVED_MODEL_METADATA).read_text())
     assert metadata["checkpoint"] == str(runs[0] / "checkpoints/ckpt-1")
     assert [member["output_dir"] for member in metadata["ensemble"]] == [str(runs[1])]
 

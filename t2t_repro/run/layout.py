@@ -149,6 +149,11 @@ class RunLayout:
         """True when output_dir holds (the start of) a single run."""
         return os.path.exists(self.hparams_file) or os.path.exists(self.info_file)
 
+    def check_not_a_file(self):
+        """UserError where output_dir names a file: no run can be written there."""
+        if os.path.exists(self.output_dir) and not os.path.isdir(self.output_dir):
+            raise UserError(f"--output_dir={self.output_dir} is a file, not a directory; name a directory")
+
     def check_is_run(self, named, hint=""):
         """UserError "`named` is not a t2t-repro run (no run.json there)`hint`" where output_dir holds no run:
         `named` is how the flag or setting that names the directory is quoted."""
@@ -206,8 +211,7 @@ class RunLayout:
         other hparams (other than train_steps, and precision and tf32 when `allow_precision_change`) or of
         another problem. Writes nothing, so the trainer checks before generating data. `problem` (the run's, if
         given) reads the recorded problem settings (`Problem.settings_differences`)."""
-        if os.path.exists(self.output_dir) and not os.path.isdir(self.output_dir):
-            raise UserError(f"--output_dir={self.output_dir} is a file, not a directory; name a directory")
+        self.check_not_a_file()
         if os.path.exists(self.ensemble_file):
             raise UserError(f"{self.output_dir} holds a seed ensemble (ensemble.json): resume it with its "
                             "--ensemble_seeds, or use a new --output_dir")

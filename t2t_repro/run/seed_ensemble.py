@@ -52,16 +52,15 @@ def check_ensemble_command(config, options, runs):
                         "a multi-worker strategy twice: train each seed with its own command (--seed=S) and decode "
                         "them together with t2t-repro-decoder --ensemble")
     layout = RunLayout(config.output_dir)
-    if os.path.exists(config.output_dir) and not os.path.isdir(config.output_dir):
-        raise UserError(f"--output_dir={config.output_dir} is a file, not a directory; name a directory")
+    layout.check_not_a_file()
     if layout.holds_run():
         raise UserError(f"{config.output_dir} holds a single run, not a seed ensemble; use a new --output_dir")
     for _, run_config, _ in runs:
         run_usr_dir(run_config)  # a restart's runs may name where their user directory was
     problem = catalog.get_problem(config.problem, config.problem_overrides)
+    hparams = resolve_hparams(config)  # the same for every run: they differ in the seed alone
     for seed, run_config, _ in runs:
-        info = new_run_info(run_config, problem, seed)
-        RunLayout(run_config.output_dir).check_restart(resolve_hparams(run_config), info,
+        RunLayout(run_config.output_dir).check_restart(hparams, new_run_info(run_config, problem, seed),
                                                        config.allow_precision_change, problem)
 
 
@@ -75,8 +74,8 @@ def train_seed_ensemble(config, options, datagen=DatagenOptions()):
     names = [os.path.basename(run_config.output_dir) for _, run_config, _ in runs]
     write_json(layout.ensemble_file, {"runs": names, "seeds": [seed for seed, _, _ in runs]})
     reports = []
-    for _, run_config, run_options in runs:
-        print(f"seed ensemble: training {names[len(reports)]} ({len(reports) + 1} of {len(runs)})", flush=True)
+    for number, (name, (_, run_config, run_options)) in enumerate(zip(names, runs), start=1):
+        print(f"seed ensemble: training {name} ({number} of {len(runs)})", flush=True)
         reports.append(train_run(run_config, run_options, datagen))
     return finish_ensemble(config, runs, reports)
 
